@@ -1,0 +1,222 @@
+//! Emission of `Decode<'de>` for every shape.
+//!
+//! Structs read the map in one pass: each key is matched against the wire keys of the type
+//! (a `match` on `&str`), duplicates and unknown keys stop the decode at once, and missing
+//! required keys are reported after the last entry. Enums peek at the map without moving the
+//! reader, pick the variant and let it decode the map.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::{Container, Entry, Presence, Struct, Union};
+use crate::attr::LitValue;
+use crate::checks;
+
+/// `impl Decode<'de>` for a string newtype: a text string meeting the type's constraints.
+pub fn newtype(cont: &Container<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                let __text: &'de str = __reader.read_text()?;
+                #ident::__codec_check(__text)?;
+                ::core::result::Result::Ok(#ident(::std::borrow::ToOwned::to_owned(__text)))
+            }
+        }
+    }
+}
+
+/// `impl Decode<'de>` for a map-shaped struct.
+pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let error = quote!(#krate::ProtocolError);
+    let rule = quote!(#krate::Rule);
+    let duplicate = quote!(return ::core::result::Result::Err(#error::cbor(#rule::DuplicateKey)));
+
+    let mut slots = Vec::new();
+    let mut arms = Vec::new();
+    let mut finish = Vec::new();
+    let mut members = Vec::new();
+    for (index, entry) in data.entries.iter().enumerate() {
+        let key = entry.key();
+        let missing = quote!(return ::core::result::Result::Err(#error::schema(#rule::MissingField).at(#key)));
+        match entry {
+            Entry::Literal(literal) => {
+                let seen = format_ident!("__seen{}", index);
+                let test = match &literal.value {
+                    LitValue::Text(text) => quote!(__value.is_text(#text)),
+                    LitValue::Bool(b) => quote!(__value.is_bool(#b)),
+                    LitValue::Integer(n) => {
+                        // An integral float64 equals the integer (version 8.0 is version 8).
+                        #[allow(clippy::cast_precision_loss)] // within +-(2^53 - 1): exact.
+                        let n = proc_macro2::Literal::f64_unsuffixed(*n as f64);
+                        quote!(__value.is_number(#n))
+                    }
+                };
+                slots.push(quote!(let mut #seen = false;));
+                arms.push(quote! {
+                    #key => {
+                        if #seen {
+                            #duplicate;
+                        }
+                        #seen = true;
+                        let __value = __reader.read_scalar().map_err(|e| e.at(#key))?;
+                        if !#test {
+                            return ::core::result::Result::Err(#error::schema(#rule::Literal).at(#key));
+                        }
+                    }
+                });
+                finish.push(quote! {
+                    if !#seen {
+                        #missing;
+                    }
+                });
+            }
+            Entry::Field(field) => {
+                let slot = format_ident!("__field{}", index);
+                let ty = field.ty;
+                let value_ty = field.value_ty;
+                let checks = checks::field_statements(krate, &quote!(&__value), &field.checks, key);
+                let read = quote_spanned! {value_ty.span()=>
+                    <#value_ty as #krate::Decode<'de>>::decode(__reader)
+                };
+                let read = quote! {
+                    {
+                        let __value = #read.map_err(|e| e.at(#key))?;
+                        #checks
+                        __value
+                    }
+                };
+                let store = match field.presence {
+                    Presence::Required => read,
+                    Presence::Optional => quote!(::core::option::Option::Some(#read)),
+                    Presence::Nullable => quote! {
+                        if __reader.peek_null() {
+                            __reader.read_null().map_err(|e| e.at(#key))?;
+                            ::core::option::Option::None
+                        } else {
+                            ::core::option::Option::Some(#read)
+                        }
+                    },
+                };
+                slots.push(quote!(let mut #slot: ::core::option::Option<#ty> = ::core::option::Option::None;));
+                arms.push(quote! {
+                    #key => {
+                        if #slot.is_some() {
+                            #duplicate;
+                        }
+                        #slot = ::core::option::Option::Some(#store);
+                    }
+                });
+                finish.push(match field.presence {
+                    Presence::Optional => quote!(let #slot = ::core::option::Option::flatten(#slot);),
+                    Presence::Required | Presence::Nullable => quote! {
+                        let ::core::option::Option::Some(#slot) = #slot else {
+                            #missing;
+                        };
+                    },
+                });
+                let member = field.member;
+                members.push(quote!(#member: #slot));
+            }
+        }
+    }
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #error> {
+                let __count = __reader.enter_map()?;
+                #(#slots)*
+                for _ in 0..__count {
+                    match __reader.read_key()? {
+                        #(#arms)*
+                        _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
+                    }
+                }
+                __reader.leave();
+                #(#finish)*
+                ::core::result::Result::Ok(#ident { #(#members),* })
+            }
+        }
+    }
+}
+
+/// `impl Decode<'de>` for a tagged enum: peek the tag key's value, decode the first variant
+/// whose type accepts it.
+pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let attempts = union.variants.iter().map(|variant| {
+        let ty = variant.ty;
+        let name = variant.ident;
+        quote_spanned! {ty.span()=>
+            if <#ty as #krate::Tagged>::accepts(#tag, &__tag) {
+                return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
+            }
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                let ::core::option::Option::Some(__tag) = __reader.peek_map_value(#tag)? else {
+                    return ::core::result::Result::Err(
+                        #krate::ProtocolError::schema(#krate::Rule::MissingField).at(#tag)
+                    );
+                };
+                #(#attempts)*
+                ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::Literal).at(#tag))
+            }
+        }
+    }
+}
+
+/// `impl Decode<'de>` for a key-set enum: read the map's keys, decode the first variant whose
+/// key set they fit.
+pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let lengths: Vec<TokenStream> = union
+        .variants
+        .iter()
+        .map(|variant| {
+            let ty = variant.ty;
+            quote_spanned!(ty.span()=> <#ty as #krate::KeySet>::KEYS.len())
+        })
+        .collect();
+    let attempts = union.variants.iter().map(|variant| {
+        let ty = variant.ty;
+        let name = variant.ident;
+        quote_spanned! {ty.span()=>
+            if <#ty as #krate::KeySet>::matches_keys(&__keys) {
+                return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
+            }
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                const __MAX_KEYS: usize = {
+                    let mut __max = 0usize;
+                    #(
+                        let __len = #lengths;
+                        if __len > __max {
+                            __max = __len;
+                        }
+                    )*
+                    __max
+                };
+                let ::core::option::Option::Some(__keys) = __reader.peek_map_keys(__MAX_KEYS)? else {
+                    return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant));
+                };
+                #(#attempts)*
+                ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant))
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Every `x-` keyword the generator understands, in one place.
+//!
+//! JSON Schema has no words for protocol facts or Rust names, so the schema carries them as
+//! extension keywords, each allowed at one kind of location:
+//!
+//! | keyword              | where                         | meaning                                        |
+//! |----------------------|-------------------------------|------------------------------------------------|
+//! | `x-protocol-version` | schema root                   | the protocol version (`PROTOCOL_VERSION`)      |
+//! | `x-limits`           | schema root                   | default decoder limits, name -> integer        |
+//! | `x-rust-name`        | a `$defs` member / a property | Rust type name / Rust field name               |
+//! | `x-rust-variant`     | a member of a union's `anyOf` | Rust variant name                              |
+//!
+//! Without `x-rust-name` a type is named by its `$defs` key and a field by its key in
+//! snake_case (`serverId` -> `server_id`). Without `x-rust-variant` a variant of a union
+//! tagged by strings is named after its tag value in UpperCamelCase (`hello_error` ->
+//! `HelloError`), any other variant after the type it wraps. Any other `x-` keyword, or one in
+//! the wrong place, is an error.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::{GenError, Result};
+use crate::schema::Node;
+
+/// The kinds of place a schema object can sit, as far as `x-` keywords care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Location {
+    /// The document root.
+    Root,
+    /// A member of `$defs`.
+    Definition,
+    /// A stored property of an object (not a `const` one).
+    Property,
+    /// A member of a union definition's `anyOf`.
+    UnionMember,
+    /// Anywhere else.
+    Other,
+}
+
+/// The extension keywords and where each may appear.
+const KEYWORDS: &[(&str, &[Location])] = &[
+    ("x-protocol-version", &[Location::Root]),
+    ("x-limits", &[Location::Root]),
+    ("x-rust-name", &[Location::Definition, Location::Property]),
+    ("x-rust-variant", &[Location::UnionMember]),
+];
+
+/// The limit names `x-limits` may set (PROTOCOL.md sections 1 and 2).
+pub const LIMIT_NAMES: &[&str] = &[
+    "maxFrameLength",
+    "maxByteLength",
+    "maxContainerLength",
+    "maxDepth",
+    "maxConfigurableDepth",
+    "maxConfigurableLength",
+];
+
+/// Whether `key` is an extension keyword (any `x-` key, supported or not).
+pub(crate) fn is_extension(key: &str) -> bool {
+    key.starts_with("x-")
+}
+
+/// Fails unless extension keyword `key` of `node` is supported at `location`.
+pub(crate) fn check_allowed(node: &Node<'_>, key: &str, location: Location) -> Result<()> {
+    match KEYWORDS.iter().find(|(name, _)| *name == key) {
+        Some((_, places)) if places.contains(&location) => Ok(()),
+        Some(_) => Err(GenError::schema(node.at(key), "extension keyword not allowed here")),
+        None => Err(GenError::schema(node.at(key), "unsupported keyword")),
+    }
+}
+
+/// `x-protocol-version` of the root: a non-negative integer that fits `u32`.
+pub(crate) fn protocol_version(root: &Node<'_>) -> Result<Option<u32>> {
+    let Some(value) = root.get("x-protocol-version") else { return Ok(None) };
+    value
+        .as_u64()
+        .and_then(|v| u32::try_from(v).ok())
+        .map(Some)
+        .ok_or_else(|| GenError::schema(root.at("x-protocol-version"), "must be an integer in 0..=4294967295"))
+}
+
+/// `x-limits` of the root: an object mapping names from [`LIMIT_NAMES`] to non-negative integers.
+pub(crate) fn limits(root: &Node<'_>) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let Some(value) = root.get("x-limits") else { return Ok(out) };
+    let path = root.at("x-limits");
+    let Value::Object(map) = value else {
+        return Err(GenError::schema(path, "must be an object of limit name -> integer"));
+    };
+    for (name, value) in map {
+        let at = format!("{path}/{}", crate::schema::escape_pointer(name));
+        if !LIMIT_NAMES.contains(&name.as_str()) {
+            return Err(GenError::schema(at, "unknown limit"));
+        }
+        let n = value.as_u64().ok_or_else(|| GenError::schema(at, "must be a non-negative integer"))?;
+        out.insert(name.clone(), n);
+    }
+    Ok(out)
+}
+
+/// The Rust name of the type defined by `def` under `$defs` key `schema_name`.
+pub(crate) fn type_name(def: &Node<'_>, schema_name: &str) -> Result<String> {
+    match def.str("x-rust-name")? {
+        Some(name) => check_ident(name, def.at("x-rust-name")),
+        None => check_ident(schema_name, def.path().to_string()).map_err(|_| {
+            GenError::schema(def.path(), "the definition's name is not a Rust identifier; set x-rust-name")
+        }),
+    }
+}
+
+/// The Rust name of the field stored under wire key `key`, described by `property`.
+pub(crate) fn field_name(property: &Node<'_>, key: &str) -> Result<String> {
+    if let Some(name) = property.str("x-rust-name")? {
+        return check_ident(name, property.at("x-rust-name"));
+    }
+    let snake = to_snake_case(key);
+    check_ident(&snake, String::new())
+        .or_else(|_| check_ident(&format!("{snake}_"), String::new()))
+        .map_err(|_| GenError::schema(property.path(), "the key gives no Rust field name; set x-rust-name"))
+}
+
+/// The `x-rust-variant` of a union member, if given.
+pub(crate) fn variant_name(member: &Node<'_>) -> Result<Option<String>> {
+    match member.str("x-rust-variant")? {
+        Some(name) => check_ident(name, member.at("x-rust-variant")).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A default variant name from a string tag value (`hello_error` -> `HelloError`), if it makes
+/// an identifier.
+pub(crate) fn variant_name_from_tag(tag: &str) -> Option<String> {
+    let mut out = String::new();
+    for word in tag.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.push(first.to_ascii_uppercase());
+            out.extend(chars);
+        }
+    }
+    check_ident(&out, String::new()).ok()
+}
+
+/// `serverId` -> `server_id`, `HTTPServer` -> `http_server`, `a-b` -> `a_b`.
+pub(crate) fn to_snake_case(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev = i.checked_sub(1).map(|j| chars[j]);
+            let next = chars.get(i + 1).copied();
+            let boundary = match prev {
+                Some(p) if p.is_lowercase() || p.is_ascii_digit() => true,
+                Some(p) if p.is_uppercase() => next.is_some_and(char::is_lowercase),
+                _ => false,
+            };
+            if boundary && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else if c == '-' || c == ' ' || c == '.' {
+            out.push('_');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `name` if it is a plain Rust identifier (not a keyword, not raw), else an error at `path`.
+fn check_ident(name: &str, path: String) -> Result<String> {
+    match syn::parse_str::<syn::Ident>(name) {
+        Ok(ident) if ident == name && !name.starts_with("r#") => Ok(name.to_string()),
+        _ => Err(GenError::schema(path, format!("{name:?} is not a Rust identifier"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snake_case_of_wire_keys() {
+        assert_eq!(to_snake_case("serverId"), "server_id");
+        assert_eq!(to_snake_case("subscriptionId"), "subscription_id");
+        assert_eq!(to_snake_case("HTTPServer"), "http_server");
+        assert_eq!(to_snake_case("id"), "id");
+        assert_eq!(to_snake_case("max-depth"), "max_depth");
+        assert_eq!(to_snake_case("v2Id"), "v2_id");
+    }
+
+    #[test]
+    fn variant_names_from_tags() {
+        assert_eq!(variant_name_from_tag("hello_error").as_deref(), Some("HelloError"));
+        assert_eq!(variant_name_from_tag("service_update").as_deref(), Some("ServiceUpdate"));
+        assert_eq!(variant_name_from_tag("hello").as_deref(), Some("Hello"));
+        assert_eq!(variant_name_from_tag("9x"), None);
+        assert_eq!(variant_name_from_tag(""), None);
+    }
+
+    #[test]
+    fn identifiers_are_checked() {
+        assert!(check_ident("server_id", String::new()).is_ok());
+        assert!(check_ident("type", String::new()).is_err());
+        assert!(check_ident("r#type", String::new()).is_err());
+        assert!(check_ident("a b", String::new()).is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! The strict CBOR subset of PROTOCOL.md sections 2 and 3: [`Reader`], [`Writer`] and the raw
+//! [`decode_cbor`] / [`encode_cbor`] entry points over [`CborValue`].
+
+pub mod reader;
+pub mod value;
+pub mod writer;
+
+pub use reader::{ItemShape, Reader, MAX_SAFE_INTEGER};
+pub use value::{decode_cbor, encode_cbor, CborValue};
+pub use writer::{is_encodable_number, Writer};

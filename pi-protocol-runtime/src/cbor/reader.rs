@@ -1,0 +1,583 @@
+//! The strict CBOR reader (PROTOCOL.md section 2).
+//!
+//! [`Reader`] is a cursor over one complete CBOR payload. Every read checks the subset's rules
+//! and the configured [`CborLimits`] before it trusts a declared length, so a lying length fails
+//! as "truncated" without anything of that size being allocated. Nothing here knows the
+//! envelope schema: derived decoders drive the reader.
+
+use bytes::Bytes;
+
+use crate::codec::Scalar;
+use crate::error::{ProtocolError, Rule};
+use crate::limits::CborLimits;
+
+/// Largest integer magnitude JSON numbers carry exactly: 2^53 - 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Major types of RFC 8949.
+pub(crate) mod major {
+    pub const UNSIGNED: u8 = 0;
+    pub const NEGATIVE: u8 = 1;
+    pub const BYTES: u8 = 2;
+    pub const TEXT: u8 = 3;
+    pub const ARRAY: u8 = 4;
+    pub const MAP: u8 = 5;
+    pub const TAG: u8 = 6;
+    pub const SIMPLE: u8 = 7;
+}
+
+/// Statistics of a skipped item: how deep it nests below itself and its widest container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ItemShape {
+    /// Levels of nesting below the item (0 for a scalar, 1 for `[1]`).
+    pub depth: u32,
+    /// Entries of the largest array or map inside the item (0 when there is none).
+    pub widest: u32,
+}
+
+/// A strict CBOR cursor over one payload (see the module documentation).
+///
+/// The reader tracks the depth of the next item: the first item read is at depth 0, entries of a
+/// container are one deeper. `allow_bytes` decides whether byte strings are acceptable (raw
+/// [`decode_cbor`](crate::decode_cbor)) or a schema violation (inside messages, which are JSON).
+#[derive(Debug, Clone)]
+pub struct Reader<'de> {
+    input: &'de [u8],
+    pos: usize,
+    depth: u32,
+    limits: CborLimits,
+    allow_bytes: bool,
+    shared: Option<&'de Bytes>,
+}
+
+impl<'de> Reader<'de> {
+    /// A reader over `input` applying `limits`, in message mode (byte strings refused).
+    pub fn new(input: &'de [u8], limits: CborLimits) -> Self {
+        Reader { input, pos: 0, depth: 0, limits, allow_bytes: false, shared: None }
+    }
+
+    /// A reader over a shared buffer: opaque payloads it yields are zero-copy slices of `input`.
+    pub fn new_shared(input: &'de Bytes, limits: CborLimits) -> Self {
+        Reader { input: input.as_ref(), pos: 0, depth: 0, limits, allow_bytes: false, shared: Some(input) }
+    }
+
+    /// Accept byte strings (raw CBOR mode) instead of refusing them as non-JSON.
+    pub fn allow_byte_strings(mut self, allow: bool) -> Self {
+        self.allow_bytes = allow;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> CborLimits {
+        self.limits
+    }
+
+    /// Byte offset of the cursor in the input.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Depth of the next item to be read.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Whether the whole input has been consumed.
+    pub fn is_at_end(&self) -> bool {
+        self.pos >= self.input.len()
+    }
+
+    /// The input bytes in `start..end` (offsets from [`position`](Self::position)) as an owned
+    /// buffer: a zero-copy slice when the reader was built with [`new_shared`](Self::new_shared).
+    pub fn bytes_between(&self, start: usize, end: usize) -> Bytes {
+        match self.shared {
+            Some(shared) => shared.slice(start..end),
+            None => Bytes::copy_from_slice(&self.input[start..end]),
+        }
+    }
+
+    /// The input bytes in `start..end` as a borrowed slice.
+    pub fn slice(&self, start: usize, end: usize) -> &'de [u8] {
+        &self.input[start..end]
+    }
+
+    /// Fails with `TrailingData` unless the input is fully consumed.
+    ///
+    /// # Errors
+    /// `Cbor`/`TrailingData`.
+    pub fn finish(&self) -> Result<(), ProtocolError> {
+        if self.is_at_end() {
+            Ok(())
+        } else {
+            Err(ProtocolError::cbor(Rule::TrailingData))
+        }
+    }
+
+    // ----------------------------------------------------------------- heads
+
+    #[inline]
+    fn peek_byte(&self) -> Result<u8, ProtocolError> {
+        match self.input.get(self.pos) {
+            Some(&b) => Ok(b),
+            None => Err(ProtocolError::cbor(Rule::Truncated)),
+        }
+    }
+
+    /// Reads an argument of `1 << (ai - 24)` bytes following the initial byte.
+    #[inline]
+    fn argument(&mut self, ai: u8) -> Result<u64, ProtocolError> {
+        let start = self.pos + 1;
+        let (value, width) = match ai {
+            0..=23 => (u64::from(ai), 0),
+            24 => (u64::from(*self.input.get(start).ok_or_else(truncated)?), 1),
+            25 => {
+                let b = self.input.get(start..start + 2).ok_or_else(truncated)?;
+                (u64::from(u16::from_be_bytes([b[0], b[1]])), 2)
+            }
+            26 => {
+                let b = self.input.get(start..start + 4).ok_or_else(truncated)?;
+                (u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])), 4)
+            }
+            27 => {
+                let b = self.input.get(start..start + 8).ok_or_else(truncated)?;
+                (u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]), 8)
+            }
+            _ => unreachable!("argument() is only called with ai <= 27"),
+        };
+        self.pos = start + width;
+        Ok(value)
+    }
+
+    /// Checks the depth of the item at the cursor and returns its initial byte's parts.
+    #[inline]
+    fn initial(&self) -> Result<(u8, u8), ProtocolError> {
+        let b = self.peek_byte()?;
+        if self.depth > self.limits.max_depth() {
+            return Err(ProtocolError::cbor(Rule::DepthLimit { limit: u64::from(self.limits.max_depth()) }));
+        }
+        let (m, ai) = (b >> 5, b & 0x1f);
+        match ai {
+            28..=30 => Err(ProtocolError::cbor(Rule::ReservedAdditionalInfo)),
+            31 => Err(ProtocolError::cbor(match m {
+                major::BYTES | major::TEXT | major::ARRAY | major::MAP => Rule::IndefiniteLength,
+                major::SIMPLE => Rule::UnexpectedBreak,
+                _ => Rule::ReservedAdditionalInfo,
+            })),
+            _ => Ok((m, ai)),
+        }
+    }
+
+    /// Reads a length argument and checks it against the remaining input (each unit being at
+    /// least `unit` bytes), so no declared length can exceed what actually arrived.
+    #[inline]
+    fn length(&mut self, ai: u8) -> Result<usize, ProtocolError> {
+        let n = self.argument(ai)?;
+        if n > MAX_SAFE_INTEGER {
+            return Err(ProtocolError::cbor(Rule::LengthOutOfRange));
+        }
+        Ok(n as usize)
+    }
+
+    #[inline]
+    fn string_body(&mut self, ai: u8) -> Result<&'de [u8], ProtocolError> {
+        let n = self.length(ai)?;
+        if n as u64 > u64::from(self.limits.max_byte_length()) {
+            return Err(ProtocolError::cbor(Rule::ByteLengthLimit { limit: u64::from(self.limits.max_byte_length()) }));
+        }
+        let start = self.pos;
+        if n > self.input.len() - start {
+            return Err(truncated());
+        }
+        self.pos = start + n;
+        Ok(&self.input[start..start + n])
+    }
+
+    #[inline]
+    fn text_body(&mut self, ai: u8) -> Result<&'de str, ProtocolError> {
+        let body = self.string_body(ai)?;
+        std::str::from_utf8(body).map_err(|_| ProtocolError::cbor(Rule::InvalidUtf8))
+    }
+
+    /// Reads a container count and checks the container limit and the remaining input
+    /// (`min_entry_bytes` per entry).
+    #[inline]
+    fn container_length(&mut self, ai: u8, min_entry_bytes: usize) -> Result<usize, ProtocolError> {
+        let n = self.argument(ai)?;
+        if n > MAX_SAFE_INTEGER {
+            return Err(ProtocolError::cbor(Rule::LengthOutOfRange));
+        }
+        if n > u64::from(self.limits.max_container_length()) {
+            return Err(ProtocolError::cbor(Rule::ContainerLengthLimit {
+                limit: u64::from(self.limits.max_container_length()),
+            }));
+        }
+        let n = n as usize;
+        if n.saturating_mul(min_entry_bytes) > self.input.len() - self.pos {
+            return Err(truncated());
+        }
+        Ok(n)
+    }
+
+    #[inline]
+    fn integer_value(&mut self, m: u8, ai: u8) -> Result<f64, ProtocolError> {
+        let n = self.argument(ai)?;
+        if m == major::UNSIGNED {
+            if n > MAX_SAFE_INTEGER {
+                return Err(ProtocolError::cbor(Rule::UnsafeInteger));
+            }
+            Ok(n as f64)
+        } else {
+            // -1 - n must stay >= -(2^53 - 1).
+            if n >= MAX_SAFE_INTEGER {
+                return Err(ProtocolError::cbor(Rule::UnsafeInteger));
+            }
+            Ok(-1.0 - n as f64)
+        }
+    }
+
+    /// Reads the remainder of a major-type-7 item whose initial byte has `ai`.
+    #[inline]
+    fn simple(&mut self, ai: u8) -> Result<Scalar<'de>, ProtocolError> {
+        match ai {
+            20 => {
+                self.pos += 1;
+                Ok(Scalar::Bool(false))
+            }
+            21 => {
+                self.pos += 1;
+                Ok(Scalar::Bool(true))
+            }
+            22 => {
+                self.pos += 1;
+                Ok(Scalar::Null)
+            }
+            27 => {
+                let bits = self.argument(27)?;
+                let v = f64::from_bits(bits);
+                check_float(v)?;
+                Ok(Scalar::Number(v))
+            }
+            24 if self.input.len() < self.pos + 2 => Err(truncated()),
+            _ => Err(ProtocolError::cbor(Rule::UnsupportedSimple)),
+        }
+    }
+
+    // ------------------------------------------------------ typed primitives
+
+    /// Reads a definite map head at the cursor, checking depth and container limits, and
+    /// returns the entry count. Entries read afterwards are one level deeper until
+    /// [`leave`](Self::leave).
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "object" }` for any other well-formed item; `Cbor` errors
+    /// for malformed heads, limits and truncation.
+    pub fn enter_map(&mut self) -> Result<usize, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::MAP {
+            return Err(self.wrong_type(m, "object"));
+        }
+        let n = self.container_length(ai, 2)?;
+        self.depth += 1;
+        Ok(n)
+    }
+
+    /// Reads a definite array head, like [`enter_map`](Self::enter_map) for arrays.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "array" }`, or `Cbor` errors.
+    pub fn enter_array(&mut self) -> Result<usize, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::ARRAY {
+            return Err(self.wrong_type(m, "array"));
+        }
+        let n = self.container_length(ai, 1)?;
+        self.depth += 1;
+        Ok(n)
+    }
+
+    /// Ends a container entered with [`enter_map`](Self::enter_map) or
+    /// [`enter_array`](Self::enter_array).
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Reads a map key, which must be a text string.
+    ///
+    /// # Errors
+    /// `Cbor`/`NonTextKey` for any other item, `InvalidUtf8`, limits, truncation.
+    pub fn read_key(&mut self) -> Result<&'de str, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::TEXT {
+            return Err(ProtocolError::cbor(Rule::NonTextKey));
+        }
+        self.text_body(ai)
+    }
+
+    /// Reads a text string.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "string" }` for another item; `Cbor` errors.
+    pub fn read_text(&mut self) -> Result<&'de str, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::TEXT {
+            return Err(self.wrong_type(m, "string"));
+        }
+        self.text_body(ai)
+    }
+
+    /// Reads `true` or `false`.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "boolean" }`; `Cbor` errors.
+    pub fn read_bool(&mut self) -> Result<bool, ProtocolError> {
+        match self.read_scalar_or_type("boolean")? {
+            Scalar::Bool(b) => Ok(b),
+            _ => Err(ProtocolError::schema(Rule::WrongType { expected: "boolean" })),
+        }
+    }
+
+    /// Reads an integer (major 0/1) or a float64 as the JSON number it stands for.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "number" }`; `Cbor` errors (`UnsafeInteger`,
+    /// `NonFiniteNumber`, widths other than float64).
+    pub fn read_number(&mut self) -> Result<f64, ProtocolError> {
+        match self.read_scalar_or_type("number")? {
+            Scalar::Number(n) => Ok(n),
+            _ => Err(ProtocolError::schema(Rule::WrongType { expected: "number" })),
+        }
+    }
+
+    /// Reads `null`.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "null" }`; `Cbor` errors.
+    pub fn read_null(&mut self) -> Result<(), ProtocolError> {
+        match self.read_scalar_or_type("null")? {
+            Scalar::Null => Ok(()),
+            _ => Err(ProtocolError::schema(Rule::WrongType { expected: "null" })),
+        }
+    }
+
+    /// The major type (0-7) of the next item, or `None` at the end of the input.
+    pub fn peek_major(&self) -> Option<u8> {
+        self.input.get(self.pos).map(|b| b >> 5)
+    }
+
+    /// Whether the next item is `null` (the cursor does not move).
+    pub fn peek_null(&self) -> bool {
+        self.input.get(self.pos) == Some(&0xf6)
+    }
+
+    /// Reads a scalar where a scalar is wanted: containers, byte strings and tags are reported as
+    /// a wrong type (after the CBOR-level checks of their head).
+    fn read_scalar_or_type(&mut self, expected: &'static str) -> Result<Scalar<'de>, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        match m {
+            major::UNSIGNED | major::NEGATIVE => Ok(Scalar::Number(self.integer_value(m, ai)?)),
+            major::TEXT => Ok(Scalar::Text(self.text_body(ai)?)),
+            major::SIMPLE => self.simple(ai),
+            _ => Err(self.wrong_type(m, expected)),
+        }
+    }
+
+    /// Reads any one item. Scalars come back as themselves; containers and byte strings are
+    /// skipped (fully validated) and come back as [`Scalar::Other`].
+    ///
+    /// # Errors
+    /// Any `Cbor` error of the item; `Schema`/`ByteString` in message mode.
+    pub fn read_scalar(&mut self) -> Result<Scalar<'de>, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        match m {
+            major::UNSIGNED | major::NEGATIVE => Ok(Scalar::Number(self.integer_value(m, ai)?)),
+            major::TEXT => Ok(Scalar::Text(self.text_body(ai)?)),
+            major::SIMPLE => self.simple(ai),
+            _ => {
+                self.skip()?;
+                Ok(Scalar::Other)
+            }
+        }
+    }
+
+    fn wrong_type(&self, m: u8, expected: &'static str) -> ProtocolError {
+        match m {
+            major::TAG => ProtocolError::cbor(Rule::Tag),
+            major::BYTES if !self.allow_bytes => ProtocolError::schema(Rule::ByteString),
+            _ => ProtocolError::schema(Rule::WrongType { expected }),
+        }
+    }
+
+    // ------------------------------------------------------------- skipping
+
+    /// Skips one item, validating all of it against the subset and the limits (duplicate keys
+    /// included).
+    ///
+    /// # Errors
+    /// Any `Cbor` error; `Schema`/`ByteString` for a byte string in message mode.
+    pub fn skip(&mut self) -> Result<(), ProtocolError> {
+        self.skip_item().map(|_| ())
+    }
+
+    /// Skips one item like [`skip`](Self::skip) and reports its shape (nesting depth below it
+    /// and widest container).
+    ///
+    /// # Errors
+    /// As [`skip`](Self::skip).
+    pub fn skip_item(&mut self) -> Result<ItemShape, ProtocolError> {
+        let (m, ai) = self.initial()?;
+        match m {
+            major::UNSIGNED | major::NEGATIVE => {
+                self.integer_value(m, ai)?;
+                Ok(ItemShape::default())
+            }
+            major::BYTES => {
+                if !self.allow_bytes {
+                    return Err(ProtocolError::schema(Rule::ByteString));
+                }
+                self.string_body(ai)?;
+                Ok(ItemShape::default())
+            }
+            major::TEXT => {
+                self.text_body(ai)?;
+                Ok(ItemShape::default())
+            }
+            major::ARRAY => {
+                let n = self.container_length(ai, 1)?;
+                self.depth += 1;
+                let mut shape = ItemShape { depth: 1, widest: n as u32 };
+                for _ in 0..n {
+                    let inner = self.skip_item()?;
+                    shape.absorb(inner);
+                }
+                self.depth -= 1;
+                Ok(shape)
+            }
+            major::MAP => {
+                let n = self.container_length(ai, 2)?;
+                self.depth += 1;
+                let mut shape = ItemShape { depth: 1, widest: n as u32 };
+                let mut keys = KeySeen::new(n);
+                for _ in 0..n {
+                    let key = self.read_key()?;
+                    if !keys.insert(key) {
+                        return Err(ProtocolError::cbor(Rule::DuplicateKey));
+                    }
+                    let inner = self.skip_item()?;
+                    shape.absorb(inner);
+                }
+                self.depth -= 1;
+                Ok(shape)
+            }
+            major::TAG => Err(ProtocolError::cbor(Rule::Tag)),
+            _ => {
+                self.simple(ai)?;
+                Ok(ItemShape::default())
+            }
+        }
+    }
+
+    // --------------------------------------------------------------- peeking
+
+    /// With the cursor at a map head, finds `key` among its entries without moving the cursor.
+    ///
+    /// Returns `Ok(None)` when the key is absent. Entries before the key are validated as they
+    /// are passed over; the map as a whole is validated when it is actually read.
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "object" }` when the item is not a map; `Cbor` errors met
+    /// on the way.
+    pub fn peek_map_value(&self, key: &str) -> Result<Option<Scalar<'de>>, ProtocolError> {
+        let mut probe = self.clone();
+        let n = probe.enter_map()?;
+        for _ in 0..n {
+            let k = probe.read_key()?;
+            if k == key {
+                return probe.read_scalar().map(Some);
+            }
+            probe.skip()?;
+        }
+        Ok(None)
+    }
+
+    /// With the cursor at a map head, lists its keys in wire order without moving the cursor, or
+    /// returns `Ok(None)` when the map has more than `max` entries.
+    ///
+    /// # Errors
+    /// As [`peek_map_value`](Self::peek_map_value).
+    pub fn peek_map_keys(&self, max: usize) -> Result<Option<Vec<&'de str>>, ProtocolError> {
+        let mut probe = self.clone();
+        let n = probe.enter_map()?;
+        if n > max {
+            return Ok(None);
+        }
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(probe.read_key()?);
+            probe.skip()?;
+        }
+        Ok(Some(keys))
+    }
+}
+
+impl ItemShape {
+    fn absorb(&mut self, inner: ItemShape) {
+        self.depth = self.depth.max(inner.depth + 1);
+        self.widest = self.widest.max(inner.widest);
+    }
+}
+
+/// Checks a decoded float64: finite, and a safe integer when integral.
+#[inline]
+pub(crate) fn check_float(v: f64) -> Result<(), ProtocolError> {
+    if !v.is_finite() {
+        return Err(ProtocolError::cbor(Rule::NonFiniteNumber));
+    }
+    if v.fract() == 0.0 && v.abs() > MAX_SAFE_INTEGER as f64 {
+        return Err(ProtocolError::cbor(Rule::UnsafeInteger));
+    }
+    Ok(())
+}
+
+#[cold]
+fn truncated() -> ProtocolError {
+    ProtocolError::cbor(Rule::Truncated)
+}
+
+/// Duplicate-key detection for one map: a linear scan over a stack array for small maps, a hash
+/// set beyond (its capacity bounded by the entries that can actually be present). The small
+/// variant is deliberately large: it lives on the stack so that small maps allocate nothing.
+#[allow(clippy::large_enum_variant)]
+enum KeySeen<'de> {
+    Small { keys: [&'de [u8]; LINEAR_KEY_SCAN], len: usize },
+    Large(std::collections::HashSet<&'de [u8]>),
+}
+
+const LINEAR_KEY_SCAN: usize = 16;
+
+impl<'de> KeySeen<'de> {
+    #[inline]
+    fn new(n: usize) -> Self {
+        if n <= LINEAR_KEY_SCAN {
+            KeySeen::Small { keys: [&[]; LINEAR_KEY_SCAN], len: 0 }
+        } else {
+            KeySeen::Large(std::collections::HashSet::with_capacity(n.min(4096)))
+        }
+    }
+
+    /// Records `key`; returns `false` when it was already there.
+    #[inline]
+    fn insert(&mut self, key: &'de str) -> bool {
+        let key = key.as_bytes();
+        match self {
+            KeySeen::Small { keys, len } => {
+                if keys[..*len].contains(&key) {
+                    return false;
+                }
+                keys[*len] = key;
+                *len += 1;
+                true
+            }
+            KeySeen::Large(set) => set.insert(key),
+        }
+    }
+}

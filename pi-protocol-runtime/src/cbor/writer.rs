@@ -1,0 +1,161 @@
+//! The canonical CBOR writer (PROTOCOL.md section 3): shortest arguments, definite lengths,
+//! JSON number rules.
+
+use super::reader::MAX_SAFE_INTEGER;
+use super::reader::major;
+
+/// Appends canonical CBOR items to a byte buffer.
+///
+/// The writer never fails: callers guarantee that numbers are finite and within the safe range
+/// (see [`is_encodable_number`]). It also records the shape of the opaque payloads written into
+/// it, so an encoder can check the nesting and container limits without rescanning.
+///
+/// ```
+/// use pi_protocol_runtime::Writer;
+/// let mut w = Writer::new();
+/// w.map_header(1);
+/// w.text("a");
+/// w.number(1.0);
+/// assert_eq!(w.as_bytes(), &[0xa1, 0x61, b'a', 0x01]);
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Writer {
+    buf: Vec<u8>,
+    payload_depth: u32,
+    payload_widest: u32,
+}
+
+impl Writer {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A writer appending to `buf` (which may already hold bytes, such as a frame header).
+    pub fn from_vec(buf: Vec<u8>) -> Self {
+        Writer { buf, payload_depth: 0, payload_widest: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Mutable access to the buffer (for patching a frame header in place).
+    pub fn as_mut_vec(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// The buffer.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Deepest nesting found inside any opaque payload written so far (levels below the payload).
+    pub fn payload_depth(&self) -> u32 {
+        self.payload_depth
+    }
+
+    /// Widest container found inside any opaque payload written so far (entries).
+    pub fn payload_widest(&self) -> u32 {
+        self.payload_widest
+    }
+
+    #[inline]
+    fn head(&mut self, m: u8, n: u64) {
+        let m = m << 5;
+        if n < 24 {
+            self.buf.push(m | n as u8);
+        } else if n <= 0xff {
+            self.buf.extend_from_slice(&[m | 24, n as u8]);
+        } else if n <= 0xffff {
+            let b = (n as u16).to_be_bytes();
+            self.buf.extend_from_slice(&[m | 25, b[0], b[1]]);
+        } else if n <= 0xffff_ffff {
+            let b = (n as u32).to_be_bytes();
+            self.buf.extend_from_slice(&[m | 26, b[0], b[1], b[2], b[3]]);
+        } else {
+            self.buf.push(m | 27);
+            self.buf.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    /// A map head for `len` entries.
+    #[inline]
+    pub fn map_header(&mut self, len: usize) {
+        self.head(major::MAP, len as u64);
+    }
+
+    /// An array head for `len` elements.
+    #[inline]
+    pub fn array_header(&mut self, len: usize) {
+        self.head(major::ARRAY, len as u64);
+    }
+
+    /// A text string.
+    #[inline]
+    pub fn text(&mut self, s: &str) {
+        self.head(major::TEXT, s.len() as u64);
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    /// A byte string (valid in raw CBOR, never inside a message).
+    #[inline]
+    pub fn byte_string(&mut self, b: &[u8]) {
+        self.head(major::BYTES, b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    /// `true` or `false`.
+    #[inline]
+    pub fn bool(&mut self, b: bool) {
+        self.buf.push(if b { 0xf5 } else { 0xf4 });
+    }
+
+    /// `null`.
+    #[inline]
+    pub fn null(&mut self) {
+        self.buf.push(0xf6);
+    }
+
+    /// An integer in its shortest form (major type 0 or 1).
+    #[inline]
+    pub fn integer(&mut self, n: i64) {
+        if n >= 0 {
+            self.head(major::UNSIGNED, n as u64);
+        } else {
+            self.head(major::NEGATIVE, !(n as u64));
+        }
+    }
+
+    /// A JSON number: integral values within +-(2^53 - 1) as integers, `-0.0` and every other
+    /// finite value as float64. The caller guarantees [`is_encodable_number`].
+    #[inline]
+    pub fn number(&mut self, n: f64) {
+        if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 && !(n == 0.0 && n.is_sign_negative()) {
+            self.integer(n as i64);
+        } else {
+            self.buf.push(0xfb);
+            self.buf.extend_from_slice(&n.to_bits().to_be_bytes());
+        }
+    }
+
+    /// Already-encoded CBOR, copied as is.
+    #[inline]
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// An opaque payload's validated CBOR, copied as is; its shape is recorded for limit checks.
+    #[inline]
+    pub fn payload(&mut self, bytes: &[u8], depth: u32, widest: u32) {
+        self.buf.extend_from_slice(bytes);
+        self.payload_depth = self.payload_depth.max(depth);
+        self.payload_widest = self.payload_widest.max(widest);
+    }
+}
+
+/// Whether `n` can be written as a JSON number: finite, and within +-(2^53 - 1) when integral.
+pub fn is_encodable_number(n: f64) -> bool {
+    n.is_finite() && !(n.fract() == 0.0 && n.abs() > MAX_SAFE_INTEGER as f64)
+}

@@ -1,0 +1,100 @@
+//! The traits that derived envelope types implement, and the small helpers their generated code
+//! calls. `pi-protocol-derive` emits implementations of [`Decode`], [`Encode`], [`Validate`],
+//! [`Tagged`] and [`KeySet`]; nothing here knows any particular schema.
+
+use crate::cbor::{Reader, Writer};
+use crate::error::ProtocolError;
+
+/// Strict decoding of one CBOR item into `Self`.
+///
+/// Implementations read exactly one item at the reader's position. They reject unknown keys,
+/// duplicate keys, missing required keys, wrong literal values and wrong types, and they
+/// check every schema constraint of the type, so a decoded value is always valid.
+///
+/// Errors carry the field path relative to the item being decoded: an implementation adds its
+/// own segment with [`ProtocolError::at`] when a nested decode fails.
+pub trait Decode<'de>: Sized {
+    /// Reads one item at the reader's position and advances past it.
+    ///
+    /// # Errors
+    /// A [`ProtocolError`] of kind `Cbor` for malformed or unsupported CBOR, or of kind `Schema`
+    /// for a value that does not satisfy the type's schema.
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError>;
+}
+
+/// Canonical encoding of `Self` as one CBOR item: fields in schema order, absent optional
+/// fields omitted, shortest argument widths (PROTOCOL.md section 3).
+///
+/// Encoding never fails: every value a type can hold is encodable. Callers that accept values
+/// built by users run [`Validate::validate`] first.
+pub trait Encode {
+    /// Appends the item to `writer`.
+    fn encode(&self, writer: &mut Writer);
+}
+
+/// Schema validation of a value built in memory (PROTOCOL.md section 4).
+pub trait Validate {
+    /// Checks every constraint that the Rust type cannot enforce by construction (for example
+    /// an integer minimum on a public field).
+    ///
+    /// # Errors
+    /// A [`ProtocolError`] of kind `Schema` naming the field path and the rule that failed.
+    fn validate(&self) -> Result<(), ProtocolError>;
+}
+
+/// A map-shaped type whose literal keys (such as `type: "hello"` or `ok: true`) let a tagged
+/// union pick it without decoding it first.
+pub trait Tagged {
+    /// Whether a map whose key `key` holds `value` can be this type.
+    ///
+    /// Returns `false` when `key` is not one of the type's literal keys or holds another value.
+    fn accepts(key: &str, value: &Scalar<'_>) -> bool;
+}
+
+/// A map-shaped type described by its set of keys, which lets a key-set union (a target is a
+/// server target or a session target) pick it from the keys a map holds.
+pub trait KeySet {
+    /// Every key the type may hold, in schema order, literal keys included.
+    const KEYS: &'static [&'static str];
+    /// The keys the type must hold.
+    const REQUIRED: &'static [&'static str];
+
+    /// Whether a map holding exactly `keys` has the shape of this type: every key is known and
+    /// every required key is present. Values are not looked at.
+    fn matches_keys(keys: &[&str]) -> bool {
+        keys.iter().all(|k| Self::KEYS.contains(k)) && Self::REQUIRED.iter().all(|r| keys.contains(r))
+    }
+}
+
+/// A scalar value peeked from a map entry, as tagged unions compare it with their literals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
+    /// A text string.
+    Text(&'a str),
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer or float64, as the JSON number it stands for.
+    Number(f64),
+    /// `null`.
+    Null,
+    /// Any other item (container, byte string).
+    Other,
+}
+
+impl Scalar<'_> {
+    /// Whether this scalar is the text literal `expected`.
+    pub fn is_text(&self, expected: &str) -> bool {
+        matches!(self, Scalar::Text(t) if *t == expected)
+    }
+
+    /// Whether this scalar is the boolean literal `expected`.
+    pub fn is_bool(&self, expected: bool) -> bool {
+        matches!(self, Scalar::Bool(b) if *b == expected)
+    }
+
+    /// Whether this scalar is the number literal `expected` (an integral float64 equals the
+    /// integer it holds, as in JSON).
+    pub fn is_number(&self, expected: f64) -> bool {
+        matches!(self, Scalar::Number(n) if *n == expected)
+    }
+}

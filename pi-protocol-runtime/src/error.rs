@@ -1,0 +1,360 @@
+//! The one error type of the protocol (PROTOCOL.md section 6).
+//!
+//! Every failure — a bad limit, bad framing, malformed or unsupported CBOR, a schema violation,
+//! an encoder refusing a value — is a [`ProtocolError`] with a [`ErrorKind`], the [`Rule`] that
+//! failed and the field path where it failed. Messages are built only from static text and
+//! numbers, never from the bytes or strings received, so an error can be logged without leaking
+//! what a peer sent, and its `Display` form is at most [`MAX_ERROR_MESSAGE_LENGTH`] characters.
+
+use std::fmt;
+
+/// Upper bound, in characters, of a [`ProtocolError`]'s `Display` output (PROTOCOL.md section 6).
+pub const MAX_ERROR_MESSAGE_LENGTH: usize = 500;
+
+/// Which layer refused the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A limit or option given when building a decoder or encoder is out of range.
+    Options,
+    /// The byte stream is not a sequence of well-formed frames (PROTOCOL.md section 1).
+    Frame,
+    /// A frame's payload is not one item of the strict CBOR subset (section 2).
+    Cbor,
+    /// The item is well-formed but breaks the envelope schema or the strict-JSON rule (sections 4, 5).
+    Schema,
+    /// A value cannot be encoded (section 3).
+    Encode,
+    /// A decoder was used after it failed or ended.
+    State,
+}
+
+impl ErrorKind {
+    /// A short lowercase name, as used in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Options => "invalid options",
+            ErrorKind::Frame => "invalid frame",
+            ErrorKind::Cbor => "invalid CBOR",
+            ErrorKind::Schema => "invalid message",
+            ErrorKind::Encode => "cannot encode",
+            ErrorKind::State => "decoder unusable",
+        }
+    }
+}
+
+/// The rule that failed. Each variant's `Display` text is fixed, apart from the numbers it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    // ---- options ----
+    /// An option is outside its range: `name` must lie in `min..=max`.
+    OptionRange {
+        /// The option's name, as in the reference (`maxFrameLength`, `maxDepth`, ...).
+        name: &'static str,
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
+    // ---- framing ----
+    /// A frame header announces more payload bytes than the configured limit.
+    FrameTooLong {
+        /// The announced payload length in bytes.
+        length: u64,
+        /// The configured `maxFrameLength` in bytes.
+        limit: u64,
+    },
+    /// The stream ended inside a frame header or payload.
+    TruncatedFrame,
+    /// An encoded payload would be longer than the configured `maxFrameLength`.
+    EncodedFrameTooLong {
+        /// The payload length in bytes.
+        length: u64,
+        /// The configured limit in bytes.
+        limit: u64,
+    },
+    // ---- CBOR ----
+    /// The item ends before its declared content (or the payload is empty).
+    Truncated,
+    /// Bytes follow the single item of a payload.
+    TrailingData,
+    /// Additional information 28, 29 or 30.
+    ReservedAdditionalInfo,
+    /// An indefinite-length string, array or map (additional information 31).
+    IndefiniteLength,
+    /// A break byte (0xFF) outside any indefinite-length item.
+    UnexpectedBreak,
+    /// A tag (major type 6); every tag is refused.
+    Tag,
+    /// A simple value or float width outside false, true, null and float64.
+    UnsupportedSimple,
+    /// A float64 that is NaN or infinite.
+    NonFiniteNumber,
+    /// An integer, or an integral float64, beyond +-(2^53 - 1).
+    UnsafeInteger,
+    /// A length argument beyond 2^53 - 1.
+    LengthOutOfRange,
+    /// A text string that is not strict UTF-8.
+    InvalidUtf8,
+    /// A map key that is not a text string.
+    NonTextKey,
+    /// A map holds the same key twice.
+    DuplicateKey,
+    /// An item or string longer than `maxByteLength`.
+    ByteLengthLimit {
+        /// The configured limit in bytes.
+        limit: u64,
+    },
+    /// An array or map with more entries than `maxContainerLength`.
+    ContainerLengthLimit {
+        /// The configured limit in entries.
+        limit: u64,
+    },
+    /// An item nested deeper than `maxDepth`.
+    DepthLimit {
+        /// The configured limit in levels.
+        limit: u64,
+    },
+    // ---- schema ----
+    /// A byte string inside a message, where only JSON values are allowed.
+    ByteString,
+    /// The value has the wrong JSON type.
+    WrongType {
+        /// The JSON type the schema wants (`object`, `string`, `integer`, ...).
+        expected: &'static str,
+    },
+    /// A key the schema does not define.
+    UnknownField,
+    /// A required key is absent.
+    MissingField,
+    /// A literal key holds another value.
+    Literal,
+    /// A string shorter than the schema's `minLength` (in characters).
+    MinLength {
+        /// The minimum length in characters.
+        min: u64,
+    },
+    /// A string that does not match the schema's `pattern`.
+    Pattern,
+    /// A number below the schema's `minimum`.
+    Minimum {
+        /// The smallest accepted value.
+        min: i64,
+    },
+    /// No alternative of a union matches the value.
+    NoVariant,
+    // ---- encoding ----
+    /// A number that JSON cannot carry (NaN, infinite, or integral beyond +-(2^53 - 1)).
+    UnencodableNumber,
+    // ---- decoder state ----
+    /// The decoder failed earlier and accepts nothing more.
+    DecoderFailed,
+    /// The decoder's `end()` was already called.
+    DecoderEnded,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Rule::OptionRange { name, min, max } => {
+                write!(f, "{name} must be an integer between {min} and {max}")
+            }
+            Rule::FrameTooLong { length, limit } => {
+                write!(f, "frame length {length} exceeds the limit of {limit} bytes")
+            }
+            Rule::TruncatedFrame => f.write_str("stream ended inside a frame"),
+            Rule::EncodedFrameTooLong { length, limit } => {
+                write!(f, "encoded payload of {length} bytes exceeds the frame limit of {limit} bytes")
+            }
+            Rule::Truncated => f.write_str("truncated CBOR item"),
+            Rule::TrailingData => f.write_str("trailing data after the CBOR item"),
+            Rule::ReservedAdditionalInfo => f.write_str("reserved additional information (28-30)"),
+            Rule::IndefiniteLength => f.write_str("indefinite-length items are not supported"),
+            Rule::UnexpectedBreak => f.write_str("break marker outside an indefinite-length item"),
+            Rule::Tag => f.write_str("CBOR tags are not supported"),
+            Rule::UnsupportedSimple => {
+                f.write_str("only false, true, null and float64 are supported in major type 7")
+            }
+            Rule::NonFiniteNumber => f.write_str("numbers must be finite"),
+            Rule::UnsafeInteger => f.write_str("integers must lie within +-(2^53 - 1)"),
+            Rule::LengthOutOfRange => f.write_str("length argument beyond 2^53 - 1"),
+            Rule::InvalidUtf8 => f.write_str("text string is not valid UTF-8"),
+            Rule::NonTextKey => f.write_str("map keys must be text strings"),
+            Rule::DuplicateKey => f.write_str("map contains a duplicate key"),
+            Rule::ByteLengthLimit { limit } => {
+                write!(f, "byte length exceeds the limit of {limit}")
+            }
+            Rule::ContainerLengthLimit { limit } => {
+                write!(f, "container length exceeds the limit of {limit} entries")
+            }
+            Rule::DepthLimit { limit } => write!(f, "nesting depth exceeds the limit of {limit}"),
+            Rule::ByteString => f.write_str("byte strings are not JSON values"),
+            Rule::WrongType { expected } => write!(f, "expected {expected}"),
+            Rule::UnknownField => f.write_str("unknown field"),
+            Rule::MissingField => f.write_str("missing required field"),
+            Rule::Literal => f.write_str("value differs from the required literal"),
+            Rule::MinLength { min } => write!(f, "string shorter than {min} characters"),
+            Rule::Pattern => f.write_str("string does not match the required pattern"),
+            Rule::Minimum { min } => write!(f, "number below the minimum of {min}"),
+            Rule::NoVariant => f.write_str("value matches none of the allowed shapes"),
+            Rule::UnencodableNumber => {
+                f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)")
+            }
+            Rule::DecoderFailed => f.write_str("decoder already failed"),
+            Rule::DecoderEnded => f.write_str("decoder already ended"),
+        }
+    }
+}
+
+/// One step of a field path: an object key named by the schema, or an array index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathSegment {
+    /// An object key. Only keys the schema defines appear here, never keys read from the wire.
+    Key(&'static str),
+    /// An array index.
+    Index(u64),
+}
+
+/// A failure of the protocol layer: kind, rule, field path and, where known, the byte offset.
+///
+/// The `Display` form reads `invalid message at target.serverId: string does not match the
+/// required pattern (frame at byte 84)` and is never longer than
+/// [`MAX_ERROR_MESSAGE_LENGTH`] characters. It quotes nothing received from a peer.
+///
+/// ```
+/// use pi_protocol_runtime::{ErrorKind, ProtocolError, Rule};
+/// let err = ProtocolError::new(ErrorKind::Schema, Rule::Pattern).at("serverId").at("target");
+/// assert_eq!(err.path_string(), "target.serverId");
+/// assert_eq!(err.to_string(), "invalid message at target.serverId: string does not match the required pattern");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ProtocolError {
+    kind: ErrorKind,
+    rule: Rule,
+    /// Path segments, innermost first (they are added as the error travels outwards).
+    path: Vec<PathSegment>,
+    offset: Option<u64>,
+}
+
+impl ProtocolError {
+    /// An error of `kind` for `rule`, with an empty path and no offset.
+    #[cold]
+    pub fn new(kind: ErrorKind, rule: Rule) -> Self {
+        ProtocolError { kind, rule, path: Vec::new(), offset: None }
+    }
+
+    /// A CBOR-level error (`ErrorKind::Cbor`).
+    #[cold]
+    pub fn cbor(rule: Rule) -> Self {
+        Self::new(ErrorKind::Cbor, rule)
+    }
+
+    /// A schema-level error (`ErrorKind::Schema`).
+    #[cold]
+    pub fn schema(rule: Rule) -> Self {
+        Self::new(ErrorKind::Schema, rule)
+    }
+
+    /// An options error (`ErrorKind::Options`) for `name` outside `min..=max`.
+    #[cold]
+    pub fn option_range(name: &'static str, min: u64, max: u64) -> Self {
+        Self::new(ErrorKind::Options, Rule::OptionRange { name, min, max })
+    }
+
+    /// Prepends the object key `key` to the field path (call it as the error leaves a field).
+    #[cold]
+    pub fn at(mut self, key: &'static str) -> Self {
+        self.path.push(PathSegment::Key(key));
+        self
+    }
+
+    /// Prepends the array index `index` to the field path.
+    #[cold]
+    pub fn at_index(mut self, index: u64) -> Self {
+        self.path.push(PathSegment::Index(index));
+        self
+    }
+
+    /// Sets the byte offset (in the stream or buffer) of the frame or item that failed.
+    pub fn with_offset(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Which layer refused the input.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The rule that failed.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The field path, outermost segment first.
+    pub fn path(&self) -> impl Iterator<Item = PathSegment> + '_ {
+        self.path.iter().rev().copied()
+    }
+
+    /// The field path as dotted text, for example `target.serverId` or `call[3]`; empty at the
+    /// top level.
+    pub fn path_string(&self) -> String {
+        let mut out = String::new();
+        for segment in self.path() {
+            match segment {
+                PathSegment::Key(key) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(key);
+                }
+                PathSegment::Index(i) => {
+                    out.push('[');
+                    out.push_str(&i.to_string());
+                    out.push(']');
+                }
+            }
+        }
+        out
+    }
+
+    /// The byte offset of the failing frame or item, when known.
+    pub fn offset(&self) -> Option<u64> {
+        self.offset
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::from(self.kind.as_str());
+        let path = self.path_string();
+        if !path.is_empty() {
+            text.push_str(" at ");
+            text.push_str(&path);
+        }
+        text.push_str(": ");
+        text.push_str(&self.rule.to_string());
+        if let Some(offset) = self.offset {
+            text.push_str(&format!(" (frame at byte {offset})"));
+        }
+        if text.chars().count() > MAX_ERROR_MESSAGE_LENGTH {
+            text = text.chars().take(MAX_ERROR_MESSAGE_LENGTH - 3).collect();
+            text.push_str("...");
+        }
+        f.write_str(&text)
+    }
+}
+
+impl fmt::Debug for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProtocolError")
+            .field("kind", &self.kind)
+            .field("rule", &self.rule)
+            .field("path", &self.path_string())
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+impl std::error::Error for ProtocolError {}

@@ -1,0 +1,55 @@
+//! JSON-side helpers: the JavaScript object key order that the reference's encoder follows.
+//!
+//! A JavaScript object lists keys that are array indices (`"0"`, `"7"`, `"4294967294"`; no
+//! leading zeros) first, in ascending numeric order, then every other key in insertion order.
+//! The reference encodes objects in that order, so a message parsed from JSON text encodes to
+//! the reference's bytes only after [`to_javascript_key_order`].
+
+use serde_json::{Map, Value};
+
+/// Whether `key` is a canonical array index: `0` or a decimal without leading zero, at most
+/// 4,294,967,294.
+///
+/// ```
+/// use pi_protocol_runtime::json::is_array_index;
+/// assert!(is_array_index("0") && is_array_index("10"));
+/// assert!(!is_array_index("01") && !is_array_index("-1") && !is_array_index("4294967295"));
+/// ```
+pub fn is_array_index(key: &str) -> bool {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return false;
+    }
+    key.parse::<u64>().is_ok_and(|n| n < u64::from(u32::MAX))
+}
+
+/// Reorders every object in `value`, recursively, into JavaScript property order (array
+/// indices ascending, then the other keys in their current order).
+///
+/// ```
+/// use pi_protocol_runtime::json::to_javascript_key_order;
+/// let mut v: serde_json::Value = serde_json::from_str(r#"{"b":1,"10":2,"a":3,"2":4}"#).unwrap();
+/// to_javascript_key_order(&mut v);
+/// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"2":4,"10":2,"b":1,"a":3}"#);
+/// ```
+pub fn to_javascript_key_order(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(to_javascript_key_order),
+        Value::Object(map) => {
+            let needs_reorder = map.keys().any(|k| is_array_index(k));
+            let entries = std::mem::take(map);
+            let mut entries: Vec<(String, Value)> = entries.into_iter().collect();
+            if needs_reorder {
+                // Stable: non-index keys keep their relative order.
+                entries.sort_by_key(|(k, _)| if is_array_index(k) { (0, k.parse::<u64>().unwrap_or(0)) } else { (1, 0) });
+            }
+            let mut out = Map::with_capacity(entries.len());
+            for (k, mut v) in entries {
+                to_javascript_key_order(&mut v);
+                out.insert(k, v);
+            }
+            *map = out;
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,39 @@
+//! Schema-agnostic runtime of `pi-protocol`: the strict CBOR subset, framing, limits, the opaque
+//! JSON payload type and the one error type (PROTOCOL.md sections 1-3, 5 and 6).
+//!
+//! This crate knows nothing of the Pi envelopes. `pi-protocol-derive` turns envelope types into
+//! implementations of the [`Decode`], [`Encode`] and [`Validate`] traits defined here, and the
+//! `pi-protocol` facade puts the two together.
+//!
+//! ```
+//! use pi_protocol_runtime::{decode_cbor, encode_cbor, CborLimits, CborValue};
+//! let item = decode_cbor(&[0xa1, 0x61, b'a', 0xf5], CborLimits::default()).unwrap();
+//! assert_eq!(item, CborValue::Map(vec![("a".into(), CborValue::Bool(true))]));
+//! assert_eq!(encode_cbor(&item, CborLimits::default()).unwrap(), vec![0xa1, 0x61, b'a', 0xf5]);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cbor;
+pub mod codec;
+pub mod error;
+pub mod frame;
+pub mod json;
+pub mod limits;
+pub mod message;
+pub mod number;
+pub mod pattern;
+pub mod payload;
+
+pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
+pub use codec::{Decode, Encode, KeySet, Scalar, Tagged, Validate};
+pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
+pub use frame::{encode_frame, FrameDecoder, FRAME_HEADER_LENGTH};
+pub use limits::{
+    CborLimits, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH,
+    MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
+};
+pub use message::{decode_message, decode_message_shared, encode_item, encode_message, CodecOptions, MessageDecoder};
+pub use number::Integer;
+pub use payload::Payload;

@@ -1,0 +1,252 @@
+//! Schema-agnostic message codecs: one frame payload to a typed message and back, and the
+//! streaming [`MessageDecoder`] that the facade's client and server decoders are made of.
+
+use std::marker::PhantomData;
+
+use bytes::Bytes;
+
+use crate::cbor::value::check_item_length;
+use crate::cbor::{Reader, Writer};
+use crate::codec::{Decode, Encode, Validate};
+use crate::error::{ErrorKind, ProtocolError};
+use crate::frame::{check_encoded_length, FrameDecoder, FRAME_HEADER_LENGTH};
+use crate::limits::{check_length, CborLimits, DEFAULT_MAX_FRAME_LENGTH};
+
+/// Options of message encoders and decoders: the frame limit and the CBOR limits.
+///
+/// ```
+/// use pi_protocol_runtime::CodecOptions;
+/// let options = CodecOptions::new().max_frame_length(1024 * 1024).unwrap();
+/// assert_eq!(options.frame_limit(), 1024 * 1024);
+/// assert!(CodecOptions::new().max_frame_length(1 << 32).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CodecOptions {
+    max_frame_length: u32,
+    limits: CborLimits,
+}
+
+impl Default for CodecOptions {
+    fn default() -> Self {
+        CodecOptions { max_frame_length: DEFAULT_MAX_FRAME_LENGTH, limits: CborLimits::default() }
+    }
+}
+
+impl CodecOptions {
+    /// The defaults: 16 MiB frames, [`CborLimits::default`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `maxFrameLength` in bytes (PROTOCOL.md section 1).
+    ///
+    /// # Errors
+    /// `Options` when `bytes` exceeds `u32::MAX`.
+    pub fn max_frame_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
+        self.max_frame_length = check_length("maxFrameLength", bytes)?;
+        Ok(self)
+    }
+
+    /// Sets the CBOR limits applied to each payload.
+    pub fn cbor_limits(mut self, limits: CborLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The frame limit in bytes.
+    pub fn frame_limit(&self) -> u32 {
+        self.max_frame_length
+    }
+
+    /// The CBOR limits.
+    pub fn limits(&self) -> CborLimits {
+        self.limits
+    }
+}
+
+/// Decodes one frame payload as a `T`.
+///
+/// When the typed decoder refuses the payload for a schema reason, the payload is scanned as
+/// raw CBOR too, and a CBOR-level error found anywhere in it is reported instead, as the
+/// reference does (it decodes the CBOR fully before it looks at the schema).
+///
+/// # Errors
+/// `Cbor` errors, then `Schema` errors.
+pub fn decode_message<T>(payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+where
+    T: for<'de> Decode<'de>,
+{
+    decode_with(Reader::new(payload, limits), payload, limits)
+}
+
+/// Like [`decode_message`], with opaque payloads as zero-copy slices of `payload`.
+///
+/// # Errors
+/// As [`decode_message`].
+pub fn decode_message_shared<T>(payload: &Bytes, limits: CborLimits) -> Result<T, ProtocolError>
+where
+    T: for<'de> Decode<'de>,
+{
+    decode_with(Reader::new_shared(payload, limits), payload, limits)
+}
+
+fn decode_with<T>(mut reader: Reader<'_>, payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+where
+    T: for<'de> Decode<'de>,
+{
+    check_item_length(payload.len(), limits, ErrorKind::Cbor)?;
+    let result = T::decode(&mut reader).and_then(|value| reader.finish().map(|()| value));
+    match result {
+        Err(error) if error.kind() == ErrorKind::Schema => Err(cbor_error_in(payload, limits).unwrap_or(error)),
+        other => other,
+    }
+}
+
+/// The first CBOR-level error of `payload` read as one raw item, if any.
+fn cbor_error_in(payload: &[u8], limits: CborLimits) -> Option<ProtocolError> {
+    let mut scan = Reader::new(payload, limits).allow_byte_strings(true);
+    scan.skip().and_then(|()| scan.finish()).err()
+}
+
+/// Validates `message` and encodes it as a complete frame (header and payload).
+///
+/// # Errors
+/// `Schema` errors from validation; `Encode` errors when an opaque payload breaks the CBOR
+/// limits in its place; `Frame`/`EncodedFrameTooLong` past `maxFrameLength`.
+pub fn encode_message<T>(message: &T, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError>
+where
+    T: Encode + Validate,
+{
+    message.validate()?;
+    let mut writer = Writer::from_vec(vec![0; FRAME_HEADER_LENGTH]);
+    message.encode(&mut writer);
+    let mut frame = writer_checked(writer, options.limits)?;
+    let len = frame.len() - FRAME_HEADER_LENGTH;
+    check_encoded_length(len, options.max_frame_length)?;
+    frame[..FRAME_HEADER_LENGTH].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(frame)
+}
+
+/// Levels an envelope may add above its deepest opaque payload before the exact check runs.
+const ENVELOPE_DEPTH_MARGIN: u32 = 4;
+
+/// Checks the encoded payload against the CBOR limits. Envelopes are shallow and small, so only
+/// when an opaque payload comes near a limit is the output scanned to decide exactly.
+fn writer_checked(writer: Writer, limits: CborLimits) -> Result<Vec<u8>, ProtocolError> {
+    let near_limit = writer.payload_depth() + ENVELOPE_DEPTH_MARGIN > limits.max_depth()
+        || writer.payload_widest() > limits.max_container_length()
+        || writer.as_bytes().len() - FRAME_HEADER_LENGTH > limits.max_byte_length() as usize;
+    let frame = writer.into_vec();
+    if near_limit {
+        let payload = &frame[FRAME_HEADER_LENGTH..];
+        let as_encode = |e: ProtocolError| ProtocolError::new(ErrorKind::Encode, e.rule());
+        check_item_length(payload.len(), limits, ErrorKind::Encode)?;
+        let mut scan = Reader::new(payload, limits);
+        scan.skip().map_err(as_encode)?;
+    }
+    Ok(frame)
+}
+
+/// Encodes `message` as a bare CBOR item (no frame header), after validating it.
+///
+/// # Errors
+/// As [`encode_message`], without the frame limit.
+pub fn encode_item<T>(message: &T, limits: CborLimits) -> Result<Vec<u8>, ProtocolError>
+where
+    T: Encode + Validate,
+{
+    message.validate()?;
+    let mut writer = Writer::from_vec(vec![0; FRAME_HEADER_LENGTH]);
+    message.encode(&mut writer);
+    let mut frame = writer_checked(writer, limits)?;
+    frame.drain(..FRAME_HEADER_LENGTH);
+    Ok(frame)
+}
+
+/// A streaming decoder of `T` messages from a framed byte stream (PROTOCOL.md sections 1 and 7).
+///
+/// [`push`](Self::push) returns the messages completed by a chunk, in order. When a frame is bad,
+/// every message before it is still delivered, then the error; the decoder then stays failed.
+pub struct MessageDecoder<T> {
+    frames: FrameDecoder,
+    limits: CborLimits,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for MessageDecoder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageDecoder").field("frames", &self.frames).field("limits", &self.limits).finish()
+    }
+}
+
+impl<T> Default for MessageDecoder<T>
+where
+    T: for<'de> Decode<'de>,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> MessageDecoder<T>
+where
+    T: for<'de> Decode<'de>,
+{
+    /// A decoder with the default options.
+    pub fn new() -> Self {
+        Self::with_options(&CodecOptions::default())
+    }
+
+    /// A decoder with `options`.
+    pub fn with_options(options: &CodecOptions) -> Self {
+        let frames = FrameDecoder::with_max_frame_length(u64::from(options.max_frame_length)).expect("checked when built");
+        MessageDecoder { frames, limits: options.limits, _message: PhantomData }
+    }
+
+    /// Feeds `chunk` (any size, empty included) and returns the messages it completes.
+    ///
+    /// The returned vector holds `Ok` messages in stream order, possibly followed by one `Err`;
+    /// after an `Err` the decoder is failed and every later call returns a `State` error.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<T, ProtocolError>> {
+        let mut out = Vec::new();
+        let limits = self.limits;
+        let result = self.frames.push_with(chunk, |payload, offset| {
+            let message = decode_message::<T>(payload, limits).map_err(|e| e.with_offset(offset))?;
+            out.push(Ok(message));
+            Ok(())
+        });
+        if let Err(error) = result {
+            out.push(Err(error));
+        }
+        out
+    }
+
+    /// Like [`push`](Self::push), calling `on_message` for each result instead of collecting them.
+    pub fn push_each<F>(&mut self, chunk: &[u8], mut on_message: F)
+    where
+        F: FnMut(Result<T, ProtocolError>),
+    {
+        let limits = self.limits;
+        let result = self.frames.push_with(chunk, |payload, offset| {
+            let message = decode_message::<T>(payload, limits).map_err(|e| e.with_offset(offset))?;
+            on_message(Ok(message));
+            Ok(())
+        });
+        if let Err(error) = result {
+            on_message(Err(error));
+        }
+    }
+
+    /// Signals the end of the stream.
+    ///
+    /// # Errors
+    /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` errors once failed or ended.
+    pub fn end(&mut self) -> Result<(), ProtocolError> {
+        self.frames.end()
+    }
+
+    /// Stream offset of the first byte not yet part of a delivered message.
+    pub fn offset(&self) -> u64 {
+        self.frames.offset()
+    }
+}

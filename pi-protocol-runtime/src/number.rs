@@ -1,0 +1,185 @@
+//! [`Integer`]: an integer-valued JSON number as the protocol carries it (PROTOCOL.md sections
+//! 2-4: integers within +-(2^53 - 1), integral float64 accepted, `-0.0` kept as written).
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use crate::cbor::reader::MAX_SAFE_INTEGER;
+use crate::cbor::{Reader, Writer};
+use crate::codec::{Decode, Encode, Validate};
+use crate::error::{ProtocolError, Rule};
+
+/// An integer within +-(2^53 - 1), as a JSON number.
+///
+/// It remembers a negative zero (a float64 `-0.0` on the wire is a valid integer `0` for the
+/// schema, and the reference re-encodes it as float64 `-0.0`), so decoding and re-encoding
+/// reproduces the same bytes. Two `Integer`s are equal when they encode identically.
+///
+/// ```
+/// use pi_protocol_runtime::Integer;
+/// let v = Integer::from(8u32);
+/// assert_eq!(v.get(), 8);
+/// assert!(Integer::new(1 << 53).is_none());
+/// assert!(Integer::from_f64(-0.0).unwrap().is_negative_zero());
+/// ```
+#[derive(Clone, Copy)]
+pub struct Integer(f64);
+
+impl Integer {
+    /// The integer `n`, or `None` beyond +-(2^53 - 1).
+    pub fn new(n: i64) -> Option<Self> {
+        (n.unsigned_abs() <= MAX_SAFE_INTEGER).then_some(Integer(n as f64))
+    }
+
+    /// The number `v` when it is an integer within +-(2^53 - 1) (`-0.0` included).
+    pub fn from_f64(v: f64) -> Option<Self> {
+        (v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64).then_some(Integer(v))
+    }
+
+    /// The value as `i64` (`-0.0` reads as `0`).
+    pub fn get(self) -> i64 {
+        self.0 as i64
+    }
+
+    /// The value as the JSON number it stands for.
+    pub fn value(self) -> f64 {
+        self.0
+    }
+
+    /// Whether this is a float64 negative zero from the wire.
+    pub fn is_negative_zero(self) -> bool {
+        self.0 == 0.0 && self.0.is_sign_negative()
+    }
+}
+
+macro_rules! from_small {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Integer {
+            fn from(n: $t) -> Self {
+                Integer(n as f64)
+            }
+        }
+    )*};
+}
+from_small!(u8, u16, u32, i8, i16, i32);
+
+impl TryFrom<i64> for Integer {
+    type Error = ProtocolError;
+    fn try_from(n: i64) -> Result<Self, ProtocolError> {
+        Integer::new(n).ok_or_else(|| ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
+    }
+}
+
+impl TryFrom<u64> for Integer {
+    type Error = ProtocolError;
+    fn try_from(n: u64) -> Result<Self, ProtocolError> {
+        i64::try_from(n)
+            .ok()
+            .and_then(Integer::new)
+            .ok_or_else(|| ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
+    }
+}
+
+impl PartialEq for Integer {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Integer {}
+
+impl Hash for Integer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+impl fmt::Debug for Integer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_negative_zero() {
+            f.write_str("-0")
+        } else {
+            write!(f, "{}", self.get())
+        }
+    }
+}
+
+impl fmt::Display for Integer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
+impl<'de> Decode<'de> for Integer {
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        let v = reader.read_number().map_err(|e| retype(e, "integer"))?;
+        Integer::from_f64(v).ok_or_else(|| ProtocolError::schema(Rule::WrongType { expected: "integer" }))
+    }
+}
+
+fn retype(e: ProtocolError, expected: &'static str) -> ProtocolError {
+    if matches!(e.rule(), Rule::WrongType { .. }) {
+        ProtocolError::schema(Rule::WrongType { expected })
+    } else {
+        e
+    }
+}
+
+impl Encode for Integer {
+    fn encode(&self, writer: &mut Writer) {
+        writer.number(self.0);
+    }
+}
+
+impl Validate for Integer {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------- leaf impls
+
+impl<'de> Decode<'de> for String {
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        reader.read_text().map(str::to_owned)
+    }
+}
+
+impl Encode for String {
+    fn encode(&self, writer: &mut Writer) {
+        writer.text(self);
+    }
+}
+
+impl Validate for String {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+impl<'de> Decode<'de> for bool {
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        reader.read_bool()
+    }
+}
+
+impl Encode for bool {
+    fn encode(&self, writer: &mut Writer) {
+        writer.bool(*self);
+    }
+}
+
+impl Validate for bool {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+impl<T: Validate> Validate for Option<T> {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        match self {
+            Some(v) => v.validate(),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! [`Payload`]: an opaque strict-JSON value kept as its validated CBOR bytes (PROTOCOL.md
+//! section 5).
+
+use std::fmt;
+
+use bytes::Bytes;
+use serde_json::{Map, Number, Value};
+
+use crate::cbor::reader::{ItemShape, MAX_SAFE_INTEGER};
+use crate::cbor::writer::is_encodable_number;
+use crate::cbor::{Reader, Writer};
+use crate::codec::{Decode, Encode, Validate};
+use crate::error::{ErrorKind, ProtocolError, Rule};
+use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH};
+
+/// An opaque payload (`request.call`, `response.result`, `service_update.update`): any strict
+/// JSON value — null, booleans, finite numbers, strings, arrays, objects with string keys.
+///
+/// The payload holds the validated CBOR encoding of the value, so a relay forwards it byte for
+/// byte without rebuilding it, and object keys keep the order they had. Decoding from a shared
+/// frame buffer makes it a zero-copy slice. Convert with [`Payload::from_value`] and
+/// [`Payload::to_value`] when the value itself is needed.
+///
+/// Equality compares the encoded bytes, so `{"a":1,"b":2}` and `{"b":2,"a":1}` differ.
+///
+/// ```
+/// use pi_protocol_runtime::Payload;
+/// use serde_json::json;
+/// let p = Payload::from_value(&json!({"member": "catalogue", "args": [1, 2.5, null]})).unwrap();
+/// assert_eq!(p.to_value(), json!({"member": "catalogue", "args": [1, 2.5, null]}));
+/// assert!(Payload::from_value(&json!(9007199254740992u64)).is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Payload {
+    cbor: Bytes,
+    depth: u32,
+    widest: u32,
+}
+
+impl Payload {
+    /// The JSON `null`.
+    pub fn null() -> Self {
+        Payload { cbor: Bytes::from_static(&[0xf6]), depth: 0, widest: 0 }
+    }
+
+    /// Encodes `value` (keys in the map's own order).
+    ///
+    /// # Errors
+    /// `Encode`/`UnencodableNumber` for an integral number beyond +-(2^53 - 1);
+    /// `Encode`/`DepthLimit` for nesting deeper than 512 levels.
+    pub fn from_value(value: &Value) -> Result<Self, ProtocolError> {
+        let mut w = Writer::new();
+        let shape = write_value(&mut w, value, 0)?;
+        Ok(Payload { cbor: Bytes::from(w.into_vec()), depth: shape.depth, widest: shape.widest })
+    }
+
+    /// Parses JSON text and encodes it like [`from_value`](Self::from_value).
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON, else as `from_value`.
+    pub fn from_json_str(text: &str) -> Result<Self, ProtocolError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|_| ProtocolError::schema(Rule::WrongType { expected: "JSON" }))?;
+        Self::from_value(&value)
+    }
+
+    /// Validates CBOR bytes as one strict-JSON item under `limits` (depth counted from the
+    /// payload itself) and wraps them without copying.
+    ///
+    /// # Errors
+    /// Any `Cbor` error; `Schema`/`ByteString` for byte strings; `Cbor`/`TrailingData`.
+    pub fn from_cbor(cbor: Bytes, limits: CborLimits) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new_shared(&cbor, limits);
+        let shape = r.skip_item()?;
+        r.finish()?;
+        Ok(Payload { cbor: cbor.clone(), depth: shape.depth, widest: shape.widest })
+    }
+
+    /// The validated CBOR encoding.
+    pub fn as_cbor(&self) -> &[u8] {
+        &self.cbor
+    }
+
+    /// The validated CBOR encoding as a shared buffer.
+    pub fn to_bytes(&self) -> Bytes {
+        self.cbor.clone()
+    }
+
+    /// Levels of nesting inside the value (0 for a scalar).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Entries of the widest array or object inside the value.
+    pub fn widest_container(&self) -> u32 {
+        self.widest
+    }
+
+    /// Whether the value is `null`.
+    pub fn is_null(&self) -> bool {
+        self.cbor.as_ref() == [0xf6]
+    }
+
+    /// The value as `serde_json::Value`, keys in wire order. Integral float64 numbers become
+    /// integers (as JSON numbers they are the same), `-0.0` stays a float.
+    pub fn to_value(&self) -> Value {
+        let mut r = Reader::new(&self.cbor, CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("in range"));
+        // The bytes were validated when the payload was built, so reading cannot fail.
+        read_value(&mut r).unwrap_or(Value::Null)
+    }
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Payload::null()
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Payload({})", self.to_value())
+    }
+}
+
+impl TryFrom<Value> for Payload {
+    type Error = ProtocolError;
+    fn try_from(value: Value) -> Result<Self, ProtocolError> {
+        Payload::from_value(&value)
+    }
+}
+
+impl TryFrom<&Value> for Payload {
+    type Error = ProtocolError;
+    fn try_from(value: &Value) -> Result<Self, ProtocolError> {
+        Payload::from_value(value)
+    }
+}
+
+impl From<&Payload> for Value {
+    fn from(p: &Payload) -> Value {
+        p.to_value()
+    }
+}
+
+impl<'de> Decode<'de> for Payload {
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        let start = reader.position();
+        let ItemShape { depth, widest } = reader.skip_item()?;
+        let cbor = reader.bytes_between(start, reader.position());
+        Ok(Payload { cbor, depth, widest })
+    }
+}
+
+impl Encode for Payload {
+    fn encode(&self, writer: &mut Writer) {
+        writer.payload(&self.cbor, self.depth, self.widest);
+    }
+}
+
+impl Validate for Payload {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+fn write_value(w: &mut Writer, value: &Value, depth: u32) -> Result<ItemShape, ProtocolError> {
+    if depth > MAX_CONFIGURABLE_DEPTH {
+        return Err(ProtocolError::new(ErrorKind::Encode, Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) }));
+    }
+    let mut shape = ItemShape::default();
+    match value {
+        Value::Null => w.null(),
+        Value::Bool(b) => w.bool(*b),
+        Value::Number(n) => w.number(json_number(n)?),
+        Value::String(s) => w.text(s),
+        Value::Array(items) => {
+            w.array_header(items.len());
+            shape = ItemShape { depth: 1, widest: clamp(items.len()) };
+            for item in items {
+                let inner = write_value(w, item, depth + 1)?;
+                shape.depth = shape.depth.max(inner.depth + 1);
+                shape.widest = shape.widest.max(inner.widest);
+            }
+        }
+        Value::Object(map) => {
+            w.map_header(map.len());
+            shape = ItemShape { depth: 1, widest: clamp(map.len()) };
+            for (k, v) in map {
+                w.text(k);
+                let inner = write_value(w, v, depth + 1)?;
+                shape.depth = shape.depth.max(inner.depth + 1);
+                shape.widest = shape.widest.max(inner.widest);
+            }
+        }
+    }
+    Ok(shape)
+}
+
+fn clamp(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The JSON number `n` as an f64 the writer may encode.
+fn json_number(n: &Number) -> Result<f64, ProtocolError> {
+    let unencodable = || ProtocolError::new(ErrorKind::Encode, Rule::UnencodableNumber);
+    if let Some(i) = n.as_i64() {
+        return if i.unsigned_abs() <= MAX_SAFE_INTEGER { Ok(i as f64) } else { Err(unencodable()) };
+    }
+    if let Some(u) = n.as_u64() {
+        return if u <= MAX_SAFE_INTEGER { Ok(u as f64) } else { Err(unencodable()) };
+    }
+    match n.as_f64() {
+        Some(f) if is_encodable_number(f) => Ok(f),
+        _ => Err(unencodable()),
+    }
+}
+
+/// Reads one strict-JSON item as a `serde_json::Value`.
+///
+/// # Errors
+/// Any error of the reader (byte strings included, as the reader is in message mode).
+pub(crate) fn read_value(r: &mut Reader<'_>) -> Result<Value, ProtocolError> {
+    match r.peek_major() {
+        Some(4) => {
+            let n = r.enter_array()?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(read_value(r)?);
+            }
+            r.leave();
+            Ok(Value::Array(items))
+        }
+        Some(5) => {
+            let n = r.enter_map()?;
+            let mut map = Map::with_capacity(n);
+            for _ in 0..n {
+                let k = r.read_key()?.to_owned();
+                let v = read_value(r)?;
+                map.insert(k, v);
+            }
+            r.leave();
+            Ok(Value::Object(map))
+        }
+        _ => Ok(match r.read_scalar()? {
+            crate::Scalar::Null => Value::Null,
+            crate::Scalar::Bool(b) => Value::Bool(b),
+            crate::Scalar::Text(t) => Value::String(t.to_owned()),
+            crate::Scalar::Number(n) => number_value(n),
+            crate::Scalar::Other => Value::Null,
+        }),
+    }
+}
+
+/// A decoded JSON number as `serde_json::Number`: integral values as integers, except `-0.0`.
+pub(crate) fn number_value(n: f64) -> Value {
+    if n.fract() == 0.0 && !(n == 0.0 && n.is_sign_negative()) {
+        Value::Number(Number::from(n as i64))
+    } else {
+        Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,104 @@
+//! The JSON view of messages: validating a `serde_json::Value` with the wire rules, and
+//! rendering a message in its wire shape.
+
+use pi_protocol_runtime::json::to_javascript_key_order;
+use pi_protocol_runtime::{decode_message, encode_frame, CborLimits, CodecOptions, Encode, Payload, ProtocolError, Writer};
+use serde_json::Value;
+
+use crate::{ClientMessage, ServerMessage};
+
+/// Validates `value` as a [`ClientMessage`] with exactly the rules of the CBOR path (unknown
+/// keys, literals, id and serverId constraints, strict-JSON payloads).
+///
+/// # Errors
+/// `Schema` errors naming the field path and rule; `Encode`/`UnencodableNumber` for a number
+/// JSON can hold but the protocol cannot carry (an integer beyond +-(2^53 - 1)).
+///
+/// ```
+/// let m = pi_protocol::parse_client_message(&serde_json::json!({"type": "hello", "version": 8})).unwrap();
+/// assert!(matches!(m, pi_protocol::ClientMessage::Hello(_)));
+/// assert!(pi_protocol::parse_client_message(&serde_json::json!({"type": "hello"})).is_err());
+/// ```
+pub fn parse_client_message(value: &Value) -> Result<ClientMessage, ProtocolError> {
+    parse(value)
+}
+
+/// Validates `value` as a [`ServerMessage`], like [`parse_client_message`].
+///
+/// # Errors
+/// As [`parse_client_message`].
+pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolError> {
+    parse(value)
+}
+
+fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
+    let cbor = Payload::from_value(value)?;
+    decode_message(cbor.as_cbor(), CborLimits::default())
+}
+
+fn to_value<T: Encode>(message: &T) -> Value {
+    let mut writer = Writer::new();
+    message.encode(&mut writer);
+    // Whatever an `Encode` impl writes is strict JSON CBOR, so this conversion cannot fail.
+    Payload::from_cbor(writer.into_vec().into(), unbounded()).map(|p| p.to_value()).unwrap_or(Value::Null)
+}
+
+fn unbounded() -> CborLimits {
+    CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("within the configurable range")
+}
+
+impl ClientMessage {
+    /// The message as JSON in its wire shape (`type` tags, camelCase keys, payloads in wire
+    /// key order). The message is rendered as it is, without validation.
+    pub fn to_json(&self) -> Value {
+        to_value(self)
+    }
+}
+
+impl ServerMessage {
+    /// The message as JSON in its wire shape, like [`ClientMessage::to_json`].
+    pub fn to_json(&self) -> Value {
+        to_value(self)
+    }
+}
+
+/// Encodes a client message given as JSON exactly as the reference package encodes the same
+/// JSON text: keys in JavaScript property order (array-index keys first, ascending, then the
+/// others in the order given), after validating it like [`parse_client_message`].
+///
+/// Use it where bytes must match what the TypeScript peer would produce for the same JSON; the
+/// typed [`encode_client_message`](crate::encode_client_message) writes envelope keys in schema
+/// order instead.
+///
+/// # Errors
+/// As [`parse_client_message`], plus `Frame`/`EncodedFrameTooLong` past the frame limit.
+///
+/// ```
+/// use serde_json::json;
+/// let frame = pi_protocol::encode_client_json(&json!({"version": 8, "type": "hello"}), &Default::default()).unwrap();
+/// assert_eq!(&frame[4..6], &[0xa2, 0x67]); // "version" first, as given
+/// ```
+pub fn encode_client_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json::<ClientMessage>(value, options)
+}
+
+/// Encodes a server message given as JSON like the reference does, as
+/// [`encode_client_json`] does for client messages.
+///
+/// # Errors
+/// As [`encode_client_json`].
+pub fn encode_server_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json::<ServerMessage>(value, options)
+}
+
+fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(
+    value: &Value,
+    options: &CodecOptions,
+) -> Result<Vec<u8>, ProtocolError> {
+    let mut ordered = value.clone();
+    to_javascript_key_order(&mut ordered);
+    let cbor = Payload::from_value(&ordered)?;
+    // Decoding the very bytes that will be sent validates the message, limits included.
+    decode_message::<T>(cbor.as_cbor(), options.limits())?;
+    encode_frame(cbor.as_cbor(), options.frame_limit())
+}

@@ -1,0 +1,201 @@
+//! Pi protocol version 8 for Rust: typed envelopes, strict CBOR framing, streaming decoders.
+//!
+//! Every message on a Pi connection is a *frame*: a 4-byte big-endian payload length followed by
+//! one CBOR item of a strict subset (no tags, no indefinite lengths, only float64, safe
+//! integers, text keys, no duplicates). The item is an *envelope*: a [`ClientMessage`] from a
+//! client (`hello`, `request`, `cancel`) or a [`ServerMessage`] from a server (`hello`,
+//! `hello_error`, `response`, `service_update`, `attachment`). Opaque application data (`call`,
+//! `result`, `update`) travels as [`Payload`]: strict JSON kept as validated CBOR bytes.
+//!
+//! The envelope types are generated from `schema/pi-protocol.v8.json` by `cargo xtask gen` and
+//! implemented by `#[derive(Codec)]`; this crate adds the entry points named after the
+//! reference TypeScript package `@earendil-works/pi-protocol@0.85.1`.
+//!
+//! ```
+//! use pi_protocol::{encode_client_message, ClientMessage, ClientMessageDecoder, Payload, Request,
+//!                   RequestId, RpcTarget, ServerId, ServerTarget};
+//! use serde_json::json;
+//!
+//! let request = ClientMessage::Request(Request {
+//!     id: RequestId::new("req-1")?,
+//!     target: RpcTarget::Server(ServerTarget { server_id: ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")? }),
+//!     call: Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))?,
+//! });
+//! let frame = encode_client_message(&request)?;
+//!
+//! // The receiving side: any fragmentation of the stream works.
+//! let mut decoder = ClientMessageDecoder::new();
+//! let mut received = Vec::new();
+//! for chunk in frame.chunks(7) {
+//!     for message in decoder.push(chunk) {
+//!         received.push(message?);
+//!     }
+//! }
+//! decoder.end()?;
+//! assert_eq!(received, vec![request]);
+//! # Ok::<(), pi_protocol::ProtocolError>(())
+//! ```
+//!
+//! Source map: framing is PROTOCOL.md section 1, the CBOR subset sections 2-3, envelopes
+//! section 4, payloads section 5, errors section 6; where this crate goes further than the
+//! reference is section 7.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod generated {
+    pub mod v8;
+}
+mod json;
+
+pub use generated::v8::*;
+pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
+pub use pi_protocol_runtime as runtime;
+pub use pi_protocol_runtime::{
+    decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, ErrorKind, FrameDecoder, Integer,
+    PathSegment, Payload, ProtocolError, Rule, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH, MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
+};
+
+use pi_protocol_runtime::{encode_message, MessageDecoder};
+
+/// Whether `value` is a valid logical server id: a lowercase RFC 4122 version 4 UUID
+/// (`#/$defs/ServerId`).
+///
+/// ```
+/// assert!(pi_protocol::is_server_id("3b241101-e2bb-4255-8caf-4136c566a962"));
+/// assert!(!pi_protocol::is_server_id("3B241101-E2BB-4255-8CAF-4136C566A962"));
+/// ```
+pub fn is_server_id(value: &str) -> bool {
+    ServerId::is_valid(value)
+}
+
+/// Whether a client's offered `version` is one this implementation speaks (only
+/// [`PROTOCOL_VERSION`], 8).
+///
+/// ```
+/// assert!(pi_protocol::is_supported_protocol_version(8));
+/// assert!(!pi_protocol::is_supported_protocol_version(7));
+/// ```
+pub fn is_supported_protocol_version(version: i64) -> bool {
+    version == i64::from(PROTOCOL_VERSION)
+}
+
+/// Validates `message` and encodes it as one complete frame with the default options.
+///
+/// Fields are written in schema order, opaque payloads byte for byte (PROTOCOL.md section 3).
+///
+/// # Errors
+/// `Schema` errors for a value that breaks the schema (for example a negative hello version),
+/// `Encode` errors when a payload breaks the CBOR limits in its place, `Frame` errors past
+/// 16 MiB.
+pub fn encode_client_message(message: &ClientMessage) -> Result<Vec<u8>, ProtocolError> {
+    encode_message(message, &CodecOptions::default())
+}
+
+/// [`encode_client_message`] with explicit options (frame and CBOR limits).
+///
+/// # Errors
+/// As [`encode_client_message`], against `options`.
+pub fn encode_client_message_with(message: &ClientMessage, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_message(message, options)
+}
+
+/// Validates `message` and encodes it as one complete frame with the default options.
+///
+/// # Errors
+/// As [`encode_client_message`].
+pub fn encode_server_message(message: &ServerMessage) -> Result<Vec<u8>, ProtocolError> {
+    encode_message(message, &CodecOptions::default())
+}
+
+/// [`encode_server_message`] with explicit options.
+///
+/// # Errors
+/// As [`encode_client_message`], against `options`.
+pub fn encode_server_message_with(message: &ServerMessage, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_message(message, options)
+}
+
+macro_rules! message_decoder {
+    ($(#[$doc:meta])* $name:ident, $message:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Default)]
+        pub struct $name {
+            inner: MessageDecoder<$message>,
+        }
+
+        impl $name {
+            /// A decoder with the default limits (16 MiB frames, [`CborLimits::default`]).
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// A decoder with `options`.
+            pub fn with_options(options: &CodecOptions) -> Self {
+                $name { inner: MessageDecoder::with_options(options) }
+            }
+
+            /// A decoder accepting frames of at most `max_frame_length` bytes, default CBOR limits.
+            ///
+            /// # Errors
+            /// `Options` when `max_frame_length` exceeds `u32::MAX`.
+            pub fn with_max_frame_length(max_frame_length: u64) -> Result<Self, ProtocolError> {
+                Ok(Self::with_options(&CodecOptions::new().max_frame_length(max_frame_length)?))
+            }
+
+            /// Feeds `chunk` (any size, empty included) and returns the messages it completes,
+            /// in order.
+            ///
+            /// A bad frame yields the messages before it, then its error (with the frame's
+            /// stream offset, the field path and the rule); the decoder is then failed and every
+            /// later call returns an `ErrorKind::State` error.
+            pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<$message, ProtocolError>> {
+                self.inner.push(chunk)
+            }
+
+            /// Like [`push`](Self::push), handing each result to `on_message` instead of
+            /// collecting them.
+            pub fn push_each<F: FnMut(Result<$message, ProtocolError>)>(&mut self, chunk: &[u8], on_message: F) {
+                self.inner.push_each(chunk, on_message)
+            }
+
+            /// Signals the end of the stream.
+            ///
+            /// # Errors
+            /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` when already failed
+            /// or ended.
+            pub fn end(&mut self) -> Result<(), ProtocolError> {
+                self.inner.end()
+            }
+
+            /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
+            pub fn offset(&self) -> u64 {
+                self.inner.offset()
+            }
+        }
+    };
+}
+
+message_decoder!(
+    /// Decodes the stream a client sends ([`ClientMessage`]s), for use on the server side
+    /// (PROTOCOL.md sections 1, 4 and 7).
+    ///
+    /// ```
+    /// let mut decoder = pi_protocol::ClientMessageDecoder::new();
+    /// let frame = [0, 0, 0, 0x15, 0xa2, 0x64, b't', b'y', b'p', b'e', 0x65, b'h', b'e', b'l', b'l', b'o',
+    ///              0x67, b'v', b'e', b'r', b's', b'i', b'o', b'n', 0x08];
+    /// let messages = decoder.push(&frame);
+    /// assert!(matches!(&messages[0], Ok(pi_protocol::ClientMessage::Hello(h)) if h.version.get() == 8));
+    /// decoder.end().unwrap();
+    /// ```
+    ClientMessageDecoder,
+    ClientMessage
+);
+
+message_decoder!(
+    /// Decodes the stream a server sends ([`ServerMessage`]s), for use on the client side
+    /// (PROTOCOL.md sections 1, 4 and 7).
+    ServerMessageDecoder,
+    ServerMessage
+);
