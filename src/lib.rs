@@ -43,13 +43,20 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 mod generated {
     pub mod v8;
 }
+pub mod io;
 mod json;
+mod shared;
 
 pub use generated::v8::*;
 pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
+pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
 pub use pi_protocol_runtime as runtime;
 pub use pi_protocol_runtime::{
     decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, ErrorKind, FrameDecoder, Integer,

@@ -3,6 +3,8 @@
 
 mod common;
 
+// `rustfmt::skip`: `cargo fmt` of this crate must not reach into the generator's output.
+#[rustfmt::skip]
 #[allow(dead_code)]
 #[path = "../../src/generated/v8.rs"]
 mod v8;

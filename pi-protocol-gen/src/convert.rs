@@ -28,8 +28,25 @@ use crate::model::{
 use crate::schema::{Document, Node};
 use crate::x_rust::{self, Location};
 
-/// Names the generated module itself uses; a schema type may not take them.
-const RESERVED: &[&str] = &["Integer", "Payload", "Codec", "String", "Option", "PROTOCOL_VERSION"];
+/// Names the generated module (or code derived from it) refers to unqualified; a schema type may
+/// not shadow them.
+const RESERVED: &[&str] = &[
+    "Integer",
+    "Payload",
+    "Codec",
+    "String",
+    "Option",
+    "Some",
+    "None",
+    "Result",
+    "Ok",
+    "Err",
+    "Vec",
+    "Box",
+    "bool",
+    "str",
+    "PROTOCOL_VERSION",
+];
 
 /// Converts a parsed schema document into the checked model.
 pub(crate) fn convert(value: &Value) -> Result<Model> {
@@ -122,9 +139,10 @@ impl<'a> Context<'a> {
     /// The definition a node's `$ref` points at.
     fn resolve(&self, node: &Node<'_>) -> Result<usize> {
         let name = node.ref_target()?.ok_or_else(|| GenError::schema(node.path(), "missing $ref"))?;
-        self.index.get(name.as_str()).copied().ok_or_else(|| {
-            GenError::schema(node.at("$ref"), format!("reference to missing definition #/$defs/{name}"))
-        })
+        self.index
+            .get(name.as_str())
+            .copied()
+            .ok_or_else(|| GenError::schema(node.at("$ref"), format!("reference to missing definition #/$defs/{name}")))
     }
 
     /// Pass 2: the shape of one definition.
@@ -199,7 +217,10 @@ impl<'a> Context<'a> {
                 if let Some(other) = rust_names.insert(field.rust_name.clone(), key.clone()) {
                     return Err(GenError::schema(
                         prop.path(),
-                        format!("the Rust field name {} is already used by property {other:?}; set x-rust-name", field.rust_name),
+                        format!(
+                            "the Rust field name {} is already used by property {other:?}; set x-rust-name",
+                            field.rust_name
+                        ),
                     ));
                 }
                 Member::Field(field)
@@ -352,38 +373,37 @@ impl<'a> Context<'a> {
             values.is_some_and(|vs| vs.iter().enumerate().all(|(a, va)| vs[..a].iter().all(|vb| vb != va)))
         });
 
-        let kind = match tag {
-            Some(key) => UnionKind::Tagged { key: key.to_string() },
-            None => {
-                let mut structs = Vec::with_capacity(members.len());
-                for member in members {
-                    match &self.shapes[member.target] {
-                        Shape::Struct(s) => structs.push(s),
-                        _ => {
-                            return Err(GenError::schema(
+        let kind =
+            match tag {
+                Some(key) => UnionKind::Tagged { key: key.to_string() },
+                None => {
+                    let mut structs = Vec::with_capacity(members.len());
+                    for member in members {
+                        match &self.shapes[member.target] {
+                            Shape::Struct(s) => structs.push(s),
+                            _ => return Err(GenError::schema(
                                 member.path.clone(),
                                 "no const property tells the members apart, and a member that is a union can only be \
                                  told apart by a const all its variants share",
-                            ))
+                            )),
                         }
                     }
-                }
-                for a in 0..structs.len() {
-                    for b in 0..a {
-                        if key_sets_overlap(structs[a], structs[b]) {
-                            return Err(GenError::schema(
-                                any_of,
-                                format!(
+                    for a in 0..structs.len() {
+                        for b in 0..a {
+                            if key_sets_overlap(structs[a], structs[b]) {
+                                return Err(GenError::schema(
+                                    any_of,
+                                    format!(
                                     "members {b} and {a} can match the same map: no const property tells them apart \
                                      and their key sets overlap"
                                 ),
-                            ));
+                                ));
+                            }
                         }
                     }
+                    UnionKind::KeySet
                 }
-                UnionKind::KeySet
-            }
-        };
+            };
 
         let mut variants: Vec<Variant> = Vec::with_capacity(members.len());
         for (member, literals) in members.iter().zip(&literal_sets) {
@@ -504,7 +524,8 @@ fn convert_literal(prop: &Node<'_>, key: &str, required: bool, after: Option<Str
     if !required {
         return Err(GenError::schema(prop.path(), "a const property must be listed in required"));
     }
-    let ty = prop.str("type")?.ok_or_else(|| GenError::schema(prop.at("type"), "missing: a const property needs a type"))?;
+    let ty =
+        prop.str("type")?.ok_or_else(|| GenError::schema(prop.at("type"), "missing: a const property needs a type"))?;
     let value = prop.get("const").unwrap_or(&Value::Null);
     let const_path = prop.at("const");
     let value = match (ty, value) {

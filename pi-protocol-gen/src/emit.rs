@@ -8,7 +8,7 @@
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::error::Result;
+use crate::error::{GenError, Result};
 use crate::model::{
     Field, FieldType, LiteralValue, Model, Newtype, StringRules, Struct, TypeDef, TypeKind, Union, UnionKind, Variant,
 };
@@ -52,8 +52,11 @@ pub fn preamble(options: &Options, source_name: &str) -> String {
 
 /// Renders `model` as a Rust source file (preamble included).
 pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Result<String> {
-    let runtime: syn::Path = syn::parse_str(&options.runtime_path)?;
-    let derive: syn::Path = syn::parse_str(&options.derive_path)?;
+    let path_option = |option: &'static str, value: &str| {
+        syn::parse_str::<syn::Path>(value).map_err(|e| GenError::Option { option, message: format!("{value:?}: {e}") })
+    };
+    let runtime = path_option("runtime_path", &options.runtime_path)?;
+    let derive = path_option("derive_path", &options.derive_path)?;
     let crate_arg = (options.runtime_path != DEFAULT_RUNTIME).then(|| {
         let path = Lit::string(&options.runtime_path);
         quote!(crate = #path)

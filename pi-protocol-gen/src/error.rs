@@ -22,6 +22,15 @@ pub enum GenError {
         /// What is wrong there.
         message: String,
     },
+    /// An [`Options`](crate::Options) field holds something unusable (for example a runtime
+    /// path that is not a Rust path).
+    #[error("invalid option {option}: {message}")]
+    Option {
+        /// The option's field name.
+        option: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The emitted tokens did not form a valid Rust file (a generator bug, never the schema's).
     #[error("internal error: generated code does not parse: {0}")]
     Emit(#[from] syn::Error),

@@ -35,6 +35,8 @@
 //!
 //! [`pattern`]: pi_protocol_runtime::pattern
 
+#![deny(missing_docs)]
+
 mod convert;
 mod emit;
 mod error;
@@ -70,7 +72,7 @@ impl Model {
     /// Renders the model as a Rust source file, preamble included.
     ///
     /// # Errors
-    /// [`GenError::Emit`] if an option holds an invalid Rust path.
+    /// [`GenError::Option`] if an option holds an invalid Rust path.
     pub fn to_rust(&self, source_name: &str, options: &Options) -> Result<String> {
         emit::emit(self, source_name, options)
     }

@@ -1,4 +1,4 @@
-//! The checked model of a schema: what [`crate::convert`] builds and [`crate::emit`] prints.
+//! The checked model of a schema: what [`Model::from_json`] builds and [`Model::to_rust`] prints.
 //!
 //! Every type here is already validated: names are Rust identifiers, references point at
 //! existing definitions, unions are unambiguous. A downstream `build.rs` can walk a [`Model`]

@@ -143,7 +143,9 @@ impl<'a> Node<'a> {
             .strip_prefix(DEFS_PREFIX)
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .and_then(unescape_pointer)
-            .ok_or_else(|| GenError::schema(self.at("$ref"), "only references of the form #/$defs/<name> are supported"))?;
+            .ok_or_else(|| {
+                GenError::schema(self.at("$ref"), "only references of the form #/$defs/<name> are supported")
+            })?;
         Ok(Some(name))
     }
 }

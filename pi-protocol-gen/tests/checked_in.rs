@@ -10,10 +10,11 @@ fn generated_v8_is_up_to_date() {
     let expected = pi_protocol_gen::generate(&schema, "schema/pi-protocol.v8.json").expect("the schema generates");
     let actual = std::fs::read_to_string(root.join("src/generated/v8.rs")).expect("read src/generated/v8.rs");
     if actual != expected {
-        let line = actual.lines().zip(expected.lines()).position(|(a, e)| a != e).map_or_else(
-            || actual.lines().count().min(expected.lines().count()) + 1,
-            |i| i + 1,
-        );
+        let line = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .map_or_else(|| actual.lines().count().min(expected.lines().count()) + 1, |i| i + 1);
         panic!(
             "src/generated/v8.rs is stale (first difference at line {line}): run `cargo xtask gen`\n\
              checked in: {:?}\n generated: {:?}",

@@ -102,8 +102,12 @@ fn diff(ours: &Value, reference: &Value, path: &str, out: &mut Vec<String>) {
 
 fn diff_required(ours: &Value, reference: &Value, path: &str, out: &mut Vec<String>) {
     let set = |v: &Value| {
-        let mut names: Vec<String> =
-            v.as_array().expect("required is an array").iter().map(|s| s.as_str().expect("a name").to_owned()).collect();
+        let mut names: Vec<String> = v
+            .as_array()
+            .expect("required is an array")
+            .iter()
+            .map(|s| s.as_str().expect("a name").to_owned())
+            .collect();
         names.sort();
         names
     };

@@ -38,12 +38,19 @@ impl CodecOptions {
         Self::default()
     }
 
-    /// Sets `maxFrameLength` in bytes (PROTOCOL.md section 1).
+    /// Sets `maxFrameLength` in bytes (PROTOCOL.md section 1). Like the reference, this also
+    /// becomes the CBOR `maxByteLength` of each payload, so a frame the limit admits is never
+    /// refused for its size by the CBOR layer.
     ///
     /// # Errors
     /// `Options` when `bytes` exceeds `u32::MAX`.
     pub fn max_frame_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
         self.max_frame_length = check_length("maxFrameLength", bytes)?;
+        self.limits = CborLimits::new(
+            bytes,
+            u64::from(self.limits.max_container_length()),
+            u64::from(self.limits.max_depth()),
+        )?;
         Ok(self)
     }
 

@@ -50,3 +50,29 @@ fn ensure_file_contents(root: &Path, relative: &str, contents: &str, check: bool
     eprintln!("updated {relative}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_fails_on_stale_files_and_write_fixes_them() {
+        let dir = std::env::temp_dir().join(format!("xtask-codegen-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let missing = ensure_file_contents(&dir, "gen/out.rs", "new\n", true).unwrap_err();
+        assert_eq!(missing, "gen/out.rs is stale: it differs from what its schema generates; run `cargo xtask gen`");
+        ensure_file_contents(&dir, "gen/out.rs", "old\n", false).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("gen/out.rs")).unwrap(), "old\n");
+        let stale = ensure_file_contents(&dir, "gen/out.rs", "new\n", true).unwrap_err();
+        assert!(stale.contains("gen/out.rs is stale") && stale.contains("`cargo xtask gen`"), "{stale}");
+        assert_eq!(fs::read_to_string(dir.join("gen/out.rs")).unwrap(), "old\n", "check must not write");
+        ensure_file_contents(&dir, "gen/out.rs", "new\n", false).unwrap();
+        ensure_file_contents(&dir, "gen/out.rs", "new\n", true).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_checked_in_v8_module_is_up_to_date() {
+        generate_v8(true).unwrap();
+    }
+}

@@ -1,0 +1,253 @@
+//! Companion of the codec benchmarks (`benches/codec.rs`, `docs/PERFORMANCE.md`).
+//!
+//! ```text
+//! cargo run --release --example bench_driver -- frames [DIR]
+//!     write every workload's frames and manifest.json (default DIR: <target>/bench-frames),
+//!     for the TypeScript timing script of `cargo xtask bench-reference`
+//! cargo run --release --example bench_driver -- run OP WORKLOAD ITERATIONS
+//!     run one operation in a loop, for a profiler (perf record, valgrind --tool=callgrind);
+//!     OP: decode | decode-shared | decode-serde | encode | encode-serde | relay | relay-serde
+//!         | to-value | memcpy | append | none
+//! cargo run --release --example bench_driver -- memory
+//!     peak resident memory of each operation on each workload, measured by re-running this
+//!     program under /usr/bin/time -v (one operation per process, minus the `none` run)
+//! cargo run --release --example bench_driver -- report [CRITERION_DIR] [NODE_JSON]
+//!     the results table of docs/PERFORMANCE.md from criterion's estimates and the node
+//!     script's JSON output
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use serde_json::Value;
+
+#[path = "../benches/baseline.rs"]
+mod baseline;
+#[path = "../benches/ops.rs"]
+mod ops;
+#[path = "../benches/workloads.rs"]
+mod workloads;
+
+use workloads::{Side, Workload};
+
+const OPS: &[&str] =
+    &["decode", "decode-shared", "decode-serde", "encode", "encode-serde", "relay", "relay-serde", "to-value"];
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+/// The workload `name`, its frames read from the files `frames` wrote (so that building the
+/// workload does not blur a memory measurement).
+fn workload(name: &str) -> Result<Workload, String> {
+    let (name, build, side, messages, chunk): (&'static str, fn() -> Workload, _, _, _) = match name {
+        "small" => ("small", workloads::small, Side::Client, 1, None),
+        "medium" => ("medium", workloads::medium, Side::Client, 1, None),
+        "large" => ("large", workloads::large, Side::Client, 1, None),
+        "blob" => ("blob", workloads::blob, Side::Client, 1, None),
+        "blob_bytewise" => ("blob_bytewise", workloads::blob_bytewise, Side::Client, 1, Some(1)),
+        "session" => ("session", workloads::session, Side::Server, 24, None),
+        _ => return Err(format!("no workload named {name}")),
+    };
+    match std::fs::read(target_dir().join("bench-frames").join(format!("{name}.bin"))) {
+        Ok(stream) => Ok(Workload { name, side, stream, messages, chunk }),
+        Err(_) => Ok(build()),
+    }
+}
+
+/// Runs `op` on `w` `iterations` times; returns a checksum of the outputs.
+fn run(op: &str, w: &Workload, iterations: u64) -> Result<usize, String> {
+    let mut sum = 0usize;
+    let shared = if op == "decode-shared" { ops::shared_chunks(w) } else { Vec::new() };
+    let ours = if op == "encode" { Some(ops::decode_ours(w)) } else { None };
+    let theirs = if op == "encode-serde" { Some(ops::decode_theirs(w)) } else { None };
+    let mut into = if op == "memcpy" { vec![0u8; w.stream.len()] } else { Vec::new() };
+    for _ in 0..iterations {
+        sum += match op {
+            "decode" => std::hint::black_box(ops::decode_ours(w)).len(),
+            "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &shared)).len(),
+            "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
+            "encode" => ours.as_ref().map_or(0, ops::encode_ours),
+            "encode-serde" => theirs.as_ref().map_or(0, ops::encode_theirs),
+            "relay" => ops::relay_ours(w),
+            "relay-serde" => ops::relay_theirs(w),
+            "to-value" => ops::decode_to_value(w),
+            "memcpy" => usize::from(ops::memcpy(&w.stream, &mut into)),
+            "append" => ops::append_bytewise(&w.stream),
+            "none" => 0,
+            _ => return Err(format!("unknown operation {op}")),
+        };
+    }
+    Ok(sum)
+}
+
+/// Peak RSS in KiB of `bench_driver run op workload 1`, from /usr/bin/time -v.
+fn peak_kib(op: &str, workload: &str) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(exe)
+        .args(["run", op, workload, "1"])
+        .output()
+        .map_err(|e| format!("cannot run /usr/bin/time: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{op} {workload} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| "no peak RSS in /usr/bin/time output".to_owned())
+}
+
+fn memory() -> Result<(), String> {
+    workloads::write_frames(&target_dir().join("bench-frames")).map_err(|e| e.to_string())?;
+    println!("| workload | stream | setup only | {} |", OPS.join(" | "));
+    println!("|---|---:|---:|{}", "---:|".repeat(OPS.len()));
+    for w in workloads::all() {
+        let base = peak_kib("none", w.name)?;
+        let mut cells = Vec::new();
+        for op in OPS {
+            let bytewise = w.chunk.is_some();
+            if bytewise && !op.starts_with("decode") {
+                cells.push("-".to_owned());
+                continue;
+            }
+            let peak = peak_kib(op, w.name)?;
+            cells.push(format!("+{}", human_kib(peak.saturating_sub(base))));
+        }
+        println!("| {} | {} | {} | {} |", w.name, human_bytes(w.stream.len() as f64), human_kib(base), cells.join(" | "));
+    }
+    Ok(())
+}
+
+fn human_kib(k: u64) -> String {
+    if k >= 10 * 1024 {
+        format!("{:.1} MiB", k as f64 / 1024.0)
+    } else {
+        format!("{k} KiB")
+    }
+}
+
+fn human_bytes(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.2} MiB", b / 1024.0 / 1024.0)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Mean time per iteration in nanoseconds from criterion's `estimates.json`.
+fn criterion_ns(dir: &Path, group: &str, function: &str) -> Option<f64> {
+    let path = dir.join(group.replace('/', "_")).join(function).join("new").join("estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    v["mean"]["point_estimate"].as_f64()
+}
+
+fn rate(bytes: f64, messages: f64, ns: f64) -> String {
+    let secs = ns / 1e9;
+    format!("{} MB/s, {} msg/s", fmt_num(bytes / secs / 1e6), fmt_num(messages / secs))
+}
+
+fn fmt_num(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn time(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// Node results: `{ workload: { decode_ns, encode_ns } }`.
+fn node_ns(node: &Value, workload: &str, op: &str) -> Option<f64> {
+    node["results"].as_array()?.iter().find(|r| r["name"] == workload)?[format!("{op}_ns")].as_f64()
+}
+
+fn report(dir: &Path, node: Option<&Value>) -> Result<(), String> {
+    println!("| operation | workload | implementation | time/iter | throughput | ratio |");
+    println!("|---|---|---|---:|---|---:|");
+    for w in workloads::all() {
+        let bytes = w.stream.len() as f64;
+        let messages = w.messages as f64;
+        let ops: &[(&str, &[&str])] = &[
+            ("decode", &["ours", "ours_shared", "serde_ciborium", "memcpy", "append_floor", "typescript"]),
+            ("encode", &["ours", "serde_ciborium", "typescript"]),
+            ("relay", &["ours", "serde_ciborium"]),
+            ("to_value", &["ours"]),
+        ];
+        for (op, impls) in ops {
+            let group = format!("{op}/{}", w.name);
+            let ours = criterion_ns(dir, &group, "ours");
+            for imp in *impls {
+                let ns = if *imp == "typescript" {
+                    node.and_then(|n| node_ns(n, w.name, op))
+                } else {
+                    criterion_ns(dir, &group, imp)
+                };
+                let Some(ns) = ns else { continue };
+                let ratio = match (*imp, ours) {
+                    ("ours", _) | (_, None) => String::new(),
+                    (_, Some(o)) => format!("{:.2}x ours", ns / o),
+                };
+                println!("| {op} | {} | {imp} | {} | {} | {ratio} |", w.name, time(ns), rate(bytes, messages, ns));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["frames"] => workloads::write_frames(&target_dir().join("bench-frames")).map_err(|e| e.to_string()),
+        ["frames", dir] => workloads::write_frames(Path::new(dir)).map_err(|e| e.to_string()),
+        ["run", op, name, iterations] => (|| {
+            let w = workload(name)?;
+            let n: u64 = iterations.parse().map_err(|_| "ITERATIONS must be a number".to_owned())?;
+            let sum = run(op, &w, n)?;
+            println!("{op} {name} x{n}: checksum {sum}");
+            Ok(())
+        })(),
+        ["memory"] => memory(),
+        ["report", rest @ ..] => (|| {
+            let dir = rest.first().map(PathBuf::from).unwrap_or_else(|| target_dir().join("criterion"));
+            let node = match rest.get(1) {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+                    Some(serde_json::from_str::<Value>(&text).map_err(|e| format!("{path}: {e}"))?)
+                }
+                None => None,
+            };
+            report(&dir, node.as_ref())
+        })(),
+        _ => Err("usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]"
+            .to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

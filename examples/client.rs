@@ -1,0 +1,3 @@
+//! Placeholder: the client example is being written.
+
+fn main() {}

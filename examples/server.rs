@@ -1,0 +1,3 @@
+//! Placeholder: the server example is being written.
+
+fn main() {}

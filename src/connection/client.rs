@@ -1,0 +1,354 @@
+//! [`ClientConnection`]: the client half of a Pi connection.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{CloseReason, ConnectionError, Violation};
+use crate::{
+    encode_client_message_with, Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request,
+    RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget,
+    SubscriptionId, PROTOCOL_VERSION,
+};
+
+/// The prefix of the request ids a client connection assigns by default: ids are `req-1`,
+/// `req-2`, ... in the order requests are made.
+pub const DEFAULT_REQUEST_ID_PREFIX: &str = "req-";
+
+/// How a [`ClientConnection`] behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Frame and CBOR limits for both directions (default: [`CodecOptions::default`]).
+    pub codec: CodecOptions,
+    /// The version offered in `hello` (default: [`PROTOCOL_VERSION`], 8). Offering anything
+    /// else is only useful to test a server's rejection.
+    pub version: u32,
+    /// Request ids are this prefix followed by a decimal counter starting at 1 (default:
+    /// [`DEFAULT_REQUEST_ID_PREFIX`]).
+    pub request_id_prefix: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            codec: CodecOptions::default(),
+            version: PROTOCOL_VERSION,
+            request_id_prefix: DEFAULT_REQUEST_ID_PREFIX.to_owned(),
+        }
+    }
+}
+
+/// Where [`ClientConnection::request`] sends a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallTarget {
+    /// The logical server as a whole: `{ serverId }` with the `serverId` of the handshake.
+    Server,
+    /// The Session the server last published a route for: the current `attachment`
+    /// (`{ serverId, sessionId, attachmentId }`).
+    Session,
+}
+
+/// What a [`ClientConnection`] reports to the application, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The server accepted the handshake and names the logical server; requests may be made.
+    Ready {
+        /// The `serverId` of the server's `hello`; every server call carries it.
+        server_id: ServerId,
+    },
+    /// A `response` settled the pending request `id` (exactly once per request).
+    Response {
+        /// The request this settles.
+        id: RequestId,
+        /// `Ok(result)` for `ok: true` (`None` when the response has no `result` key),
+        /// `Err(error)` for `ok: false`.
+        result: Result<Option<Payload>, ErrorBody>,
+    },
+    /// A `service_update` for a subscription.
+    Update {
+        /// The subscription it belongs to.
+        subscription_id: SubscriptionId,
+        /// The opaque update.
+        update: Payload,
+    },
+    /// An `attachment` message replaced the current Session route (`None`: no route now).
+    Attachment {
+        /// The new current route.
+        route: Option<SessionTarget>,
+    },
+    /// The connection closed; this is the last event. Requests still pending will never settle.
+    Closed {
+        /// Why it closed.
+        reason: CloseReason,
+        /// The requests that were pending, in the order they were made.
+        unsettled: Vec<RequestId>,
+    },
+}
+
+#[derive(Debug)]
+struct Pending {
+    sequence: u64,
+    target: RpcTarget,
+    cancel_sent: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    AwaitingHello,
+    Ready(ServerId),
+    Closed,
+}
+
+/// The client half of a Pi connection as a sans-IO state machine.
+///
+/// Feed it what the transport reads with [`receive`](Self::receive), make requests with
+/// [`request`](Self::request) and [`cancel`](Self::cancel), then drain
+/// [`poll_event`](Self::poll_event) and [`poll_transmit`](Self::poll_transmit).
+///
+/// Rules (see the [module docs](super)): the `hello` frame is queued at construction and nothing
+/// else is sent before the server's `hello`; ids are fresh for the connection's life; a session
+/// call uses the route of the last `attachment` message; a response settles exactly one pending
+/// request; a bad or unexpected frame closes the connection with [`CloseReason::Violation`].
+///
+/// ```
+/// use pi_protocol::connection::{CallTarget, ClientConnection, ClientOptions, ConnectionError};
+/// use pi_protocol::{ClientMessage, ClientMessageDecoder, Payload};
+///
+/// let mut client = ClientConnection::new(ClientOptions::default());
+/// // Only hello may leave before the server's hello.
+/// assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::NotReady));
+/// let bytes = client.poll_transmit().unwrap();
+/// let messages = ClientMessageDecoder::new().push(&bytes);
+/// assert!(matches!(&messages[..], [Ok(ClientMessage::Hello(h))] if h.version.get() == 8));
+/// ```
+#[derive(Debug)]
+pub struct ClientConnection {
+    options: ClientOptions,
+    decoder: ServerMessageDecoder,
+    state: State,
+    route: Option<SessionTarget>,
+    pending: HashMap<RequestId, Pending>,
+    next_id: u64,
+    events: VecDeque<ClientEvent>,
+    outgoing: Vec<u8>,
+}
+
+impl ClientConnection {
+    /// A connection that has queued its `hello` (offering [`ClientOptions::version`]).
+    ///
+    /// If even `hello` cannot be encoded under `options.codec` (a frame limit below 15 bytes),
+    /// the connection starts closed with [`CloseReason::Encode`].
+    pub fn new(options: ClientOptions) -> Self {
+        let decoder = ServerMessageDecoder::with_options(&options.codec);
+        let mut connection = ClientConnection {
+            options,
+            decoder,
+            state: State::AwaitingHello,
+            route: None,
+            pending: HashMap::new(),
+            next_id: 1,
+            events: VecDeque::new(),
+            outgoing: Vec::new(),
+        };
+        let hello = ClientMessage::Hello(ClientHello { version: Integer::from(connection.options.version) });
+        if let Err(error) = connection.queue(&hello) {
+            connection.close_with(CloseReason::Encode(error));
+        }
+        connection
+    }
+
+    /// Feeds bytes read from the transport (any split of the stream) and processes every
+    /// message they complete.
+    ///
+    /// Nothing is returned: the outcome is in [`poll_event`](Self::poll_event). Bytes after
+    /// the connection closed are ignored.
+    pub fn receive(&mut self, bytes: &[u8]) {
+        if self.state == State::Closed {
+            return;
+        }
+        for message in self.decoder.push(bytes) {
+            if self.state == State::Closed {
+                break;
+            }
+            match message {
+                Ok(message) => self.handle(message),
+                Err(error) => self.close_with(CloseReason::Violation(Violation::Decode(error))),
+            }
+        }
+    }
+
+    fn handle(&mut self, message: ServerMessage) {
+        match (&self.state, message) {
+            (State::AwaitingHello, ServerMessage::Hello(hello)) => {
+                self.state = State::Ready(hello.server_id.clone());
+                self.events.push_back(ClientEvent::Ready { server_id: hello.server_id });
+            }
+            (State::AwaitingHello, ServerMessage::HelloError(rejection)) => {
+                self.close_with(CloseReason::Rejected(rejection.error));
+            }
+            (State::AwaitingHello, _) => self.close_with(CloseReason::Violation(Violation::ExpectedHello)),
+            (State::Ready(_), ServerMessage::Hello(_)) => {
+                self.close_with(CloseReason::Violation(Violation::UnexpectedHello))
+            }
+            (State::Ready(_), ServerMessage::HelloError(_)) => {
+                self.close_with(CloseReason::Violation(Violation::UnexpectedHelloError))
+            }
+            (State::Ready(_), ServerMessage::Response(response)) => {
+                let (id, result) = match response {
+                    Response::Success(success) => (success.id, Ok(success.result)),
+                    Response::Failure(failure) => (failure.id, Err(failure.error)),
+                };
+                if self.pending.remove(&id).is_some() {
+                    self.events.push_back(ClientEvent::Response { id, result });
+                } else {
+                    self.close_with(CloseReason::Violation(Violation::UnknownResponse(id)));
+                }
+            }
+            (State::Ready(_), ServerMessage::ServiceUpdate(update)) => {
+                self.events
+                    .push_back(ClientEvent::Update { subscription_id: update.subscription_id, update: update.update });
+            }
+            (State::Ready(_), ServerMessage::Attachment(attachment)) => {
+                self.route = attachment.attachment.clone();
+                self.events.push_back(ClientEvent::Attachment { route: attachment.attachment });
+            }
+            (State::Closed, _) => {}
+        }
+    }
+
+    /// Sends `call` to `target` under a fresh request id, and returns the id.
+    ///
+    /// [`CallTarget::Server`] addresses `{ serverId }` with the handshake's `serverId`;
+    /// [`CallTarget::Session`] addresses the current route, as last published by the server's
+    /// `attachment` message. The id is the prefix of [`ClientOptions::request_id_prefix`]
+    /// followed by a counter, never reused on this connection.
+    ///
+    /// # Errors
+    /// [`ConnectionError::NotReady`] before the server's `hello`, [`ConnectionError::Closed`]
+    /// after close, [`ConnectionError::NoRoute`] for a session call with no current route,
+    /// [`ConnectionError::Encode`] when the frame breaks the codec limits. Nothing is queued
+    /// and no id is used up on error.
+    pub fn request(&mut self, target: CallTarget, call: Payload) -> Result<RequestId, ConnectionError> {
+        let server_id = match &self.state {
+            State::AwaitingHello => return Err(ConnectionError::NotReady),
+            State::Closed => return Err(ConnectionError::Closed),
+            State::Ready(server_id) => server_id,
+        };
+        let target = match target {
+            CallTarget::Server => RpcTarget::Server(ServerTarget { server_id: server_id.clone() }),
+            CallTarget::Session => RpcTarget::Session(self.route.clone().ok_or(ConnectionError::NoRoute)?),
+        };
+        let sequence = self.next_id;
+        let id = RequestId::new(format!("{}{sequence}", self.options.request_id_prefix))
+            .expect("a prefix followed by digits is never empty");
+        let message = ClientMessage::Request(Request { id: id.clone(), target: target.clone(), call });
+        self.queue(&message).map_err(ConnectionError::Encode)?;
+        self.next_id += 1;
+        self.pending.insert(id.clone(), Pending { sequence, target, cancel_sent: false });
+        Ok(id)
+    }
+
+    /// Asks the server to stop the pending request `id`, with the same target the request was
+    /// sent to (even if the route changed since).
+    ///
+    /// Returns whether a `cancel` was queued: cancelling an unknown or settled request, or one
+    /// already cancelled, does nothing. The request stays pending until its response arrives.
+    pub fn cancel(&mut self, id: &RequestId) -> bool {
+        if self.state == State::Closed {
+            return false;
+        }
+        let Some(pending) = self.pending.get(id) else { return false };
+        if pending.cancel_sent {
+            return false;
+        }
+        let message = ClientMessage::Cancel(Cancel { id: id.clone(), target: pending.target.clone() });
+        // The request frame with this id and target was encodable, so its cancel (smaller) is.
+        match self.queue(&message) {
+            Ok(()) => {
+                if let Some(pending) = self.pending.get_mut(id) {
+                    pending.cancel_sent = true;
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Closes the connection: call it when the transport ends or the application stops.
+    ///
+    /// Queues [`ClientEvent::Closed`] with [`CloseReason::Local`] and the pending requests;
+    /// later calls do nothing. Bytes already queued stay available from
+    /// [`poll_transmit`](Self::poll_transmit).
+    pub fn close(&mut self) {
+        self.close_with(CloseReason::Local);
+    }
+
+    /// The next event, in order, or `None` when there is none yet.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// Every byte queued for the transport since the last call (whole frames, in order), or
+    /// `None` when nothing is queued.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        if self.outgoing.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.outgoing))
+        }
+    }
+
+    /// How many bytes are queued for the transport; a driver can stop reading while this is large.
+    pub fn pending_transmit_len(&self) -> usize {
+        self.outgoing.len()
+    }
+
+    /// The logical server named by the handshake, once it completed (and until close).
+    pub fn server_id(&self) -> Option<&ServerId> {
+        match &self.state {
+            State::Ready(server_id) => Some(server_id),
+            _ => None,
+        }
+    }
+
+    /// The current Session route: the last `attachment` the server published.
+    pub fn route(&self) -> Option<&SessionTarget> {
+        self.route.as_ref()
+    }
+
+    /// Whether the handshake completed and the connection is open.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, State::Ready(_))
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Whether `id` was sent and has not settled yet.
+    pub fn is_pending(&self, id: &RequestId) -> bool {
+        self.pending.contains_key(id)
+    }
+
+    /// How many requests are pending.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn queue(&mut self, message: &ClientMessage) -> Result<(), crate::ProtocolError> {
+        let frame = encode_client_message_with(message, &self.options.codec)?;
+        self.outgoing.extend_from_slice(&frame);
+        Ok(())
+    }
+
+    fn close_with(&mut self, reason: CloseReason) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.state = State::Closed;
+        let mut unsettled: Vec<(u64, RequestId)> =
+            self.pending.drain().map(|(id, pending)| (pending.sequence, id)).collect();
+        unsettled.sort_unstable_by_key(|(sequence, _)| *sequence);
+        let unsettled = unsettled.into_iter().map(|(_, id)| id).collect();
+        self.events.push_back(ClientEvent::Closed { reason, unsettled });
+    }
+}

@@ -1,0 +1,170 @@
+//! Sans-IO connection state machines: the protocol rules every Pi client and server applies on
+//! top of the codec, as plain values you drive with bytes.
+//!
+//! A [`ClientConnection`] and a [`ServerConnection`] own no socket, no clock and no task. The
+//! transport hands them the bytes it read ([`ClientConnection::receive`],
+//! [`ServerConnection::receive`]), the application calls methods for what it wants to do
+//! (send a request, respond, publish a route), and both sides poll what came out:
+//! `poll_event` for what the application must see, `poll_transmit` for the bytes to write.
+//! Every call is deterministic, so tests drive the machines directly, byte by byte if they like.
+//!
+//! The rules they implement, on top of PROTOCOL.md section 4 (envelopes):
+//!
+//! - **Handshake.** The client's first frame is `hello` with its version, and it sends nothing
+//!   else until the server's `hello` names the logical `serverId`. The server answers a
+//!   supported version with `hello`, any other with `hello_error`, and closes on any other
+//!   first frame.
+//! - **Correlation.** Request ids are assigned by the client connection and never reused; each
+//!   `response` settles exactly one pending request; a response for an unknown or settled id is
+//!   a protocol violation.
+//! - **Cancellation.** A `cancel` carries the target of the request it cancels; cancelling a
+//!   settled or unknown request does nothing. The server surfaces a cancel to the application,
+//!   which still responds.
+//! - **Routes.** Session calls go through the route the server last published with an
+//!   `attachment` message; server calls carry the handshake's `serverId`.
+//! - **Fencing.** The server answers a request for another server, for a route that is not the
+//!   current attachment, or reusing an id still in flight with an error response of its own,
+//!   before the application sees it ([`ServerOptions`] holds the codes).
+//! - **Release.** A server connection reports the route to release only once every admitted
+//!   call has settled ([`ServerEvent::Closed`]).
+//!
+//! # Example: a client and a server talking through memory
+//!
+//! ```
+//! use pi_protocol::connection::{
+//!     CallTarget, ClientConnection, ClientEvent, ClientOptions, ServerConnection, ServerEvent, ServerOptions,
+//! };
+//! use pi_protocol::{Payload, ServerId};
+//! use serde_json::json;
+//!
+//! let server_id = ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?;
+//! let mut client = ClientConnection::new(ClientOptions::default());
+//! let mut server = ServerConnection::new(server_id.clone(), ServerOptions::default());
+//!
+//! // Handshake: the client's hello goes out, the server's hello comes back.
+//! server.receive(&client.poll_transmit().unwrap());
+//! assert_eq!(server.poll_event(), Some(ServerEvent::Ready));
+//! client.receive(&server.poll_transmit().unwrap());
+//! assert_eq!(client.poll_event(), Some(ClientEvent::Ready { server_id: server_id.clone() }));
+//!
+//! // A server call, answered by the application on the server side.
+//! let call = Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))?;
+//! let id = client.request(CallTarget::Server, call)?;
+//! server.receive(&client.poll_transmit().unwrap());
+//! let Some(ServerEvent::Request(request)) = server.poll_event() else { panic!("expected a request") };
+//! assert_eq!(request.id, id);
+//! server.respond(&request.id, Ok(Some(Payload::from_value(&json!([]))?)))?;
+//! client.receive(&server.poll_transmit().unwrap());
+//! assert_eq!(client.poll_event(), Some(ClientEvent::Response { id, result: Ok(Some(Payload::from_value(&json!([]))?)) }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod client;
+mod server;
+
+use std::fmt;
+
+use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
+
+pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
+pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
+
+/// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`]).
+    Local,
+    /// Client side: the server answered `hello` with `hello_error` carrying this error.
+    Rejected(ErrorBody),
+    /// Server side: the client offered this protocol version, which the server does not speak;
+    /// a `hello_error` with [`ServerOptions::unsupported_version`] was queued.
+    UnsupportedVersion(i64),
+    /// The peer broke a protocol rule.
+    Violation(Violation),
+    /// A frame the connection itself had to send (a `hello`, a fencing error) could not be
+    /// encoded under the configured codec limits.
+    Encode(ProtocolError),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::Local => f.write_str("closed by the application"),
+            CloseReason::Rejected(error) => write!(f, "handshake rejected by the server ({})", error.code.as_str()),
+            CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
+            CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
+            CloseReason::Encode(error) => write!(f, "cannot encode a connection frame: {error}"),
+        }
+    }
+}
+
+/// A protocol rule the peer broke. The connection closes when it sees one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4).
+    Decode(ProtocolError),
+    /// The first frame was not `hello` (client side: anything before the server's `hello` or
+    /// `hello_error`; server side: anything before the client's `hello`).
+    ExpectedHello,
+    /// A second `hello` after the handshake completed.
+    UnexpectedHello,
+    /// Client side: a `hello_error` after the handshake completed.
+    UnexpectedHelloError,
+    /// Client side: a `response` whose id is not a pending request (never sent, or already
+    /// settled).
+    UnknownResponse(RequestId),
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::Decode(error) => write!(f, "{error}"),
+            Violation::ExpectedHello => f.write_str("the first frame must be hello"),
+            Violation::UnexpectedHello => f.write_str("hello after the handshake"),
+            Violation::UnexpectedHelloError => f.write_str("hello_error after the handshake"),
+            Violation::UnknownResponse(_) => f.write_str("response for an unknown or settled request id"),
+        }
+    }
+}
+
+/// An application call the connection refused. The connection's state is unchanged by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectionError {
+    /// The handshake has not completed yet: nothing but `hello` may be sent before it.
+    NotReady,
+    /// The connection is closed (or, server side, closing).
+    Closed,
+    /// Client side: a session call was asked for while the server has published no route
+    /// (no `attachment` yet, or the last one was `null`).
+    NoRoute,
+    /// Server side: `respond` for an id that is not in flight (never admitted, fenced, or
+    /// already answered).
+    NotInFlight(RequestId),
+    /// Server side: `set_attachment` with a route naming another server.
+    ForeignRoute(ServerId),
+    /// The frame could not be encoded (for example a payload beyond the frame limit); nothing
+    /// was queued.
+    Encode(ProtocolError),
+}
+
+impl fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectionError::NotReady => f.write_str("the handshake has not completed"),
+            ConnectionError::Closed => f.write_str("the connection is closed"),
+            ConnectionError::NoRoute => f.write_str("no session route is published"),
+            ConnectionError::NotInFlight(_) => f.write_str("no admitted request in flight has this id"),
+            ConnectionError::ForeignRoute(_) => f.write_str("the route names another server"),
+            ConnectionError::Encode(error) => write!(f, "cannot encode: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectionError::Encode(error) => Some(error),
+            _ => None,
+        }
+    }
+}

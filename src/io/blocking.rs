@@ -1,0 +1,233 @@
+//! Blocking transport helpers over [`std::io::Read`] and [`std::io::Write`].
+
+use std::io::{self, Read, Write};
+use std::marker::PhantomData;
+
+use pi_protocol_runtime::{decode_message, encode_message, Decode, ErrorKind, Rule, FRAME_HEADER_LENGTH};
+
+use super::Error;
+use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
+
+/// Reads framed messages of type `M` from a blocking reader (PROTOCOL.md sections 1 and 7).
+///
+/// Each call to [`read_message`](Self::read_message) reads exactly one frame: the 4-byte
+/// big-endian header, then its payload. The header is checked against `maxFrameLength` before
+/// any payload byte is read, and the payload buffer grows with the bytes received (a header's
+/// announced length is never allocated up front). A clean end of the stream between frames
+/// yields `Ok(None)`; an end inside a frame is a `Frame`/`TruncatedFrame` error. Errors carry
+/// the stream offset of the failing frame. After an error the reader is failed: later calls
+/// return a `State`/`DecoderFailed` error, and the iterator ends.
+///
+/// The reader does no buffering of its own and reads only the bytes of the frames it returns,
+/// so wrap an unbuffered source in [`std::io::BufReader`] to save system calls.
+///
+/// Use the aliases [`ClientMessageReader`] (on a server) and [`ServerMessageReader`] (on a
+/// client).
+///
+/// ```
+/// use pi_protocol::io::ClientMessageReader;
+/// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, Integer};
+///
+/// let hello = ClientMessage::Hello(ClientHello { version: Integer::from(8u8) });
+/// let bytes = encode_client_message(&hello)?;
+/// let mut reader = ClientMessageReader::new(&bytes[..]);
+/// assert_eq!(reader.read_message()?, Some(hello));
+/// assert_eq!(reader.read_message()?, None); // clean end of stream
+/// # Ok::<(), pi_protocol::io::Error>(())
+/// ```
+pub struct MessageReader<R, M> {
+    inner: R,
+    options: CodecOptions,
+    offset: u64,
+    failed: bool,
+    _message: PhantomData<fn() -> M>,
+}
+
+/// Reads the messages a client sends ([`ClientMessage`]s): the server side's reader.
+pub type ClientMessageReader<R> = MessageReader<R, ClientMessage>;
+
+/// Reads the messages a server sends ([`ServerMessage`]s): the client side's reader.
+pub type ServerMessageReader<R> = MessageReader<R, ServerMessage>;
+
+impl<R, M> std::fmt::Debug for MessageReader<R, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageReader")
+            .field("options", &self.options)
+            .field("offset", &self.offset)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Read, M: for<'de> Decode<'de>> MessageReader<R, M> {
+    /// A reader over `inner` with the default options (16 MiB frames, default CBOR limits).
+    pub fn new(inner: R) -> Self {
+        Self::with_options(inner, &CodecOptions::default())
+    }
+
+    /// A reader over `inner` applying `options`.
+    pub fn with_options(inner: R, options: &CodecOptions) -> Self {
+        MessageReader { inner, options: *options, offset: 0, failed: false, _message: PhantomData }
+    }
+
+    /// Reads the next message; `Ok(None)` at a clean end of the stream (no byte of a next frame).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the reader fails (interrupted reads are retried);
+    /// [`Error::Protocol`] with `Frame`/`FrameTooLong` for a header above the limit,
+    /// `Frame`/`TruncatedFrame` when the stream ends inside a frame, `Cbor`/`Schema` errors for
+    /// a bad payload (all with the frame's stream offset), and `State`/`DecoderFailed` once an
+    /// earlier call failed.
+    pub fn read_message(&mut self) -> Result<Option<M>, Error> {
+        if self.failed {
+            return Err(ProtocolError::new(ErrorKind::State, Rule::DecoderFailed).into());
+        }
+        let result = self.read_inner();
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
+    }
+
+    fn read_inner(&mut self) -> Result<Option<M>, Error> {
+        let mut header = [0u8; FRAME_HEADER_LENGTH];
+        let got = read_full(&mut self.inner, &mut header)?;
+        if got == 0 {
+            return Ok(None);
+        }
+        if got < FRAME_HEADER_LENGTH {
+            return Err(self.truncated());
+        }
+        let len = u32::from_be_bytes(header);
+        let limit = self.options.frame_limit();
+        if len > limit {
+            return Err(ProtocolError::new(
+                ErrorKind::Frame,
+                Rule::FrameTooLong { length: u64::from(len), limit: u64::from(limit) },
+            )
+            .with_offset(self.offset)
+            .into());
+        }
+        // `read_to_end` grows the buffer as bytes arrive; `take` stops it at the frame's end.
+        let mut payload = Vec::new();
+        let read = (&mut self.inner).take(u64::from(len)).read_to_end(&mut payload)?;
+        if read < len as usize {
+            return Err(self.truncated());
+        }
+        let message = decode_message::<M>(&payload, self.options.limits()).map_err(|e| e.with_offset(self.offset))?;
+        self.offset += (FRAME_HEADER_LENGTH + payload.len()) as u64;
+        Ok(Some(message))
+    }
+
+    fn truncated(&self) -> Error {
+        ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(self.offset).into()
+    }
+
+    /// Stream offset, in bytes, of the next frame to read (the bytes of every message returned
+    /// so far).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// The underlying reader, mutably (reading from it directly desynchronises the framing).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    /// Gives the underlying reader back.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+}
+
+/// Yields each message, then `None` at the end of the stream. An error is yielded once, and the
+/// iterator ends after it.
+impl<R: Read, M: for<'de> Decode<'de>> Iterator for MessageReader<R, M> {
+    type Item = Result<M, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        self.read_message().transpose()
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; returns the number of bytes read.
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Validates `message`, encodes it as one frame with the default options and writes it to
+/// `writer` with one `write_all` (PROTOCOL.md sections 1 and 3). Nothing is written when the
+/// message is refused. The writer is not flushed.
+///
+/// # Errors
+/// [`Error::Protocol`] as [`encode_client_message`](crate::encode_client_message);
+/// [`Error::Io`] when writing fails.
+///
+/// ```
+/// use pi_protocol::io::{write_client_message, ClientMessageReader};
+/// use pi_protocol::{ClientHello, ClientMessage, Integer};
+///
+/// let hello = ClientMessage::Hello(ClientHello { version: Integer::from(8u8) });
+/// let mut wire = Vec::new();
+/// write_client_message(&mut wire, &hello)?;
+/// assert_eq!(wire.len(), 4 + 0x15);
+/// assert_eq!(ClientMessageReader::new(&wire[..]).next().transpose()?, Some(hello));
+/// # Ok::<(), pi_protocol::io::Error>(())
+/// ```
+pub fn write_client_message<W: Write + ?Sized>(writer: &mut W, message: &ClientMessage) -> Result<(), Error> {
+    write_client_message_with(writer, message, &CodecOptions::default())
+}
+
+/// [`write_client_message`] with explicit options (frame and CBOR limits).
+///
+/// # Errors
+/// As [`write_client_message`], against `options`.
+pub fn write_client_message_with<W: Write + ?Sized>(
+    writer: &mut W,
+    message: &ClientMessage,
+    options: &CodecOptions,
+) -> Result<(), Error> {
+    let frame = encode_message(message, options)?;
+    writer.write_all(&frame)?;
+    Ok(())
+}
+
+/// Validates `message`, encodes it as one frame with the default options and writes it to
+/// `writer`, like [`write_client_message`].
+///
+/// # Errors
+/// As [`write_client_message`].
+pub fn write_server_message<W: Write + ?Sized>(writer: &mut W, message: &ServerMessage) -> Result<(), Error> {
+    write_server_message_with(writer, message, &CodecOptions::default())
+}
+
+/// [`write_server_message`] with explicit options.
+///
+/// # Errors
+/// As [`write_client_message`], against `options`.
+pub fn write_server_message_with<W: Write + ?Sized>(
+    writer: &mut W,
+    message: &ServerMessage,
+    options: &CodecOptions,
+) -> Result<(), Error> {
+    let frame = encode_message(message, options)?;
+    writer.write_all(&frame)?;
+    Ok(())
+}

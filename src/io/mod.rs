@@ -1,0 +1,68 @@
+//! Byte-stream transports for Pi messages: blocking [`std::io`] helpers and, behind the `tokio`
+//! feature, [`tokio_util::codec`] framing (PROTOCOL.md sections 1 and 7).
+//!
+//! Both apply the same [`CodecOptions`](crate::CodecOptions) as the sans-IO decoders
+//! ([`ClientMessageDecoder`](crate::ClientMessageDecoder) and friends): a frame header announcing
+//! more than `maxFrameLength` bytes is refused as soon as its 4 bytes have arrived, before any
+//! of its payload is buffered, and buffers grow only with bytes that actually arrived. They
+//! deliver the same [`ProtocolError`]s (with the failing frame's stream offset), wrapped in
+//! [`Error`] next to the transport's own I/O errors.
+//!
+//! - Blocking: [`ClientMessageReader`] / [`ServerMessageReader`] read from any
+//!   [`std::io::Read`]; [`write_client_message`] / [`write_server_message`] write to any
+//!   [`std::io::Write`].
+//! - Async (feature `tokio`): `ServerCodec` (decodes [`ClientMessage`](crate::ClientMessage)s,
+//!   encodes [`ServerMessage`](crate::ServerMessage)s) and its mirror `ClientCodec`, for
+//!   `tokio_util::codec::Framed`.
+
+mod blocking;
+#[cfg(feature = "tokio")]
+mod tokio;
+
+pub use blocking::{
+    write_client_message, write_client_message_with, write_server_message, write_server_message_with,
+    ClientMessageReader, MessageReader, ServerMessageReader,
+};
+#[cfg(feature = "tokio")]
+pub use self::tokio::{ClientCodec, MessageCodec, ServerCodec};
+
+use crate::ProtocolError;
+
+/// What reading or writing messages over a transport can fail with: a protocol error (bad
+/// framing, bad CBOR, a schema violation, an unencodable message, a decoder used after it failed)
+/// or an I/O error of the transport.
+///
+/// ```
+/// use pi_protocol::io::Error;
+/// use pi_protocol::{ErrorKind, ProtocolError, Rule};
+/// let error: Error = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).into();
+/// assert_eq!(error.protocol().map(|e| e.rule()), Some(Rule::TruncatedFrame));
+/// assert_eq!(error.to_string(), "invalid frame: stream ended inside a frame");
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The bytes (or the message to send) break the protocol; see [`ProtocolError`].
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// The transport failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// The protocol error, when this is one.
+    pub fn protocol(&self) -> Option<&ProtocolError> {
+        match self {
+            Error::Protocol(e) => Some(e),
+            Error::Io(_) => None,
+        }
+    }
+
+    /// The I/O error, when this is one.
+    pub fn io(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::Io(e) => Some(e),
+            Error::Protocol(_) => None,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Zero-copy streaming decoders: chunks arrive as [`bytes::Bytes`], and the opaque payloads of
+//! the messages decoded from them ([`Payload`](crate::Payload)) are slices of those chunks
+//! instead of copies (PROTOCOL.md sections 1, 5 and 7).
+//!
+//! They accept and reject exactly what [`ClientMessageDecoder`](crate::ClientMessageDecoder)
+//! and [`ServerMessageDecoder`](crate::ServerMessageDecoder) accept and reject, with the same
+//! errors and offsets; only where payload bytes live differs. A frame that lies wholly inside a
+//! pushed chunk is decoded in place; a frame split across chunks is gathered by the frame
+//! decoder and copied once into its own buffer, which its payloads then share.
+
+use std::marker::PhantomData;
+
+use bytes::Bytes;
+use pi_protocol_runtime::{decode_message_shared, CborLimits, CodecOptions, Decode, FrameDecoder, ProtocolError};
+
+use crate::{ClientMessage, ServerMessage};
+
+/// The shared machinery of both decoders.
+struct SharedDecoder<T> {
+    frames: FrameDecoder,
+    limits: CborLimits,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for SharedDecoder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedDecoder").field("frames", &self.frames).field("limits", &self.limits).finish()
+    }
+}
+
+/// `frame` as a [`Bytes`]: a slice of `chunk` when it lies inside it, else a copy.
+fn share(chunk: &Bytes, frame: &[u8]) -> Bytes {
+    let base = chunk.as_ptr() as usize;
+    let start = frame.as_ptr() as usize;
+    if start >= base && start + frame.len() <= base + chunk.len() {
+        chunk.slice_ref(frame)
+    } else {
+        Bytes::copy_from_slice(frame)
+    }
+}
+
+impl<T> SharedDecoder<T>
+where
+    T: for<'de> Decode<'de>,
+{
+    fn with_options(options: &CodecOptions) -> Self {
+        let frames =
+            FrameDecoder::with_max_frame_length(u64::from(options.frame_limit())).expect("checked by CodecOptions");
+        SharedDecoder { frames, limits: options.limits(), _message: PhantomData }
+    }
+
+    fn push_each<F: FnMut(Result<T, ProtocolError>)>(&mut self, chunk: &Bytes, mut on_message: F) {
+        let limits = self.limits;
+        let result = self.frames.push_with(chunk, |payload, offset| {
+            let payload = share(chunk, payload);
+            let message = decode_message_shared::<T>(&payload, limits).map_err(|e| e.with_offset(offset))?;
+            on_message(Ok(message));
+            Ok(())
+        });
+        if let Err(error) = result {
+            on_message(Err(error));
+        }
+    }
+}
+
+macro_rules! shared_decoder {
+    ($(#[$doc:meta])* $name:ident, $message:ty) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name {
+            inner: SharedDecoder<$message>,
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl $name {
+            /// A decoder with the default limits (16 MiB frames, [`CborLimits::default`]).
+            pub fn new() -> Self {
+                Self::with_options(&CodecOptions::default())
+            }
+
+            /// A decoder with `options`.
+            pub fn with_options(options: &CodecOptions) -> Self {
+                $name { inner: SharedDecoder::with_options(options) }
+            }
+
+            /// Feeds `chunk` (any size, empty included) and returns the messages it completes,
+            /// in order; their payloads share `chunk`'s buffer when the frame lies inside it.
+            ///
+            /// A bad frame yields the messages before it, then its error (with the frame's
+            /// stream offset, the field path and the rule); the decoder is then failed and every
+            /// later call returns an `ErrorKind::State` error.
+            pub fn push(&mut self, chunk: &Bytes) -> Vec<Result<$message, ProtocolError>> {
+                let mut out = Vec::new();
+                self.inner.push_each(chunk, |m| out.push(m));
+                out
+            }
+
+            /// Like [`push`](Self::push), handing each result to `on_message` instead of
+            /// collecting them.
+            pub fn push_each<F: FnMut(Result<$message, ProtocolError>)>(&mut self, chunk: &Bytes, on_message: F) {
+                self.inner.push_each(chunk, on_message)
+            }
+
+            /// Signals the end of the stream.
+            ///
+            /// # Errors
+            /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` when already failed
+            /// or ended.
+            pub fn end(&mut self) -> Result<(), ProtocolError> {
+                self.inner.frames.end()
+            }
+
+            /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
+            pub fn offset(&self) -> u64 {
+                self.inner.frames.offset()
+            }
+        }
+    };
+}
+
+shared_decoder!(
+    /// [`ClientMessageDecoder`](crate::ClientMessageDecoder) over shared chunks: the `call`
+    /// payloads of decoded requests are slices of the pushed [`Bytes`], not copies.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use pi_protocol::{encode_client_message, parse_client_message, ClientMessage, SharedClientMessageDecoder};
+    ///
+    /// let request = parse_client_message(&serde_json::json!({
+    ///     "type": "request", "id": "req-1",
+    ///     "target": {"serverId": "3b241101-e2bb-4255-8caf-4136c566a962"},
+    ///     "call": {"member": "write", "args": ["a long text"]},
+    /// }))?;
+    /// let frame = Bytes::from(encode_client_message(&request)?);
+    ///
+    /// let mut decoder = SharedClientMessageDecoder::new();
+    /// let messages = decoder.push(&frame);
+    /// let Ok(ClientMessage::Request(decoded)) = &messages[0] else { panic!("a request") };
+    /// // The payload points into `frame`.
+    /// let range = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
+    /// assert!(range.contains(&(decoded.call.as_cbor().as_ptr() as usize)));
+    /// assert_eq!(messages[0].as_ref().ok(), Some(&request));
+    /// decoder.end()?;
+    /// # Ok::<(), pi_protocol::ProtocolError>(())
+    /// ```
+    SharedClientMessageDecoder,
+    ClientMessage
+);
+
+shared_decoder!(
+    /// [`ServerMessageDecoder`](crate::ServerMessageDecoder) over shared chunks: `result` and
+    /// `update` payloads are slices of the pushed [`Bytes`], not copies.
+    SharedServerMessageDecoder,
+    ServerMessage
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClientMessageDecoder, ServerMessageDecoder};
+
+    const SESSION: &[u8] = include_bytes!("../tests/captures/session-server.bin");
+    const DAMAGED: &[u8] = include_bytes!("../tests/captures/damaged-badframe-client.bin");
+
+    #[test]
+    fn same_messages_as_the_copying_decoder_for_any_split() {
+        let mut copying = ServerMessageDecoder::new();
+        let expected: Vec<ServerMessage> = copying.push(SESSION).into_iter().map(Result::unwrap).collect();
+        assert_eq!(expected.len(), 24);
+        for chunk_len in [1, 7, 4096, SESSION.len()] {
+            let mut shared = SharedServerMessageDecoder::new();
+            let mut got = Vec::new();
+            for chunk in SESSION.chunks(chunk_len) {
+                got.extend(shared.push(&Bytes::copy_from_slice(chunk)).into_iter().map(Result::unwrap));
+            }
+            shared.end().unwrap();
+            assert_eq!(got, expected, "chunks of {chunk_len}");
+            assert_eq!(shared.offset(), SESSION.len() as u64);
+        }
+    }
+
+    #[test]
+    fn payloads_of_whole_frames_point_into_the_chunk() {
+        let stream = Bytes::from_static(SESSION);
+        let mut inside = 0;
+        SharedServerMessageDecoder::new().push_each(&stream, |m| {
+            if let Ok(ServerMessage::ServiceUpdate(u)) = m {
+                let at = u.update.as_cbor().as_ptr() as usize;
+                assert!(at >= stream.as_ptr() as usize && at < stream.as_ptr() as usize + stream.len());
+                inside += 1;
+            }
+        });
+        assert!(inside > 0);
+    }
+
+    #[test]
+    fn same_error_and_offset_as_the_copying_decoder() {
+        let expected = ClientMessageDecoder::new().push(DAMAGED);
+        let got = SharedClientMessageDecoder::new().push(&Bytes::from_static(DAMAGED));
+        assert_eq!(got.len(), expected.len());
+        let (Some(Err(want)), Some(Err(have))) = (expected.last(), got.last()) else {
+            panic!("the damaged capture ends in an error: {expected:?}");
+        };
+        assert_eq!(have.to_string(), want.to_string());
+        assert_eq!(have.offset(), want.offset());
+        let mut decoder = SharedClientMessageDecoder::new();
+        decoder.push(&Bytes::from_static(DAMAGED));
+        assert!(decoder.push(&Bytes::new())[0].is_err(), "failed for good");
+    }
+}
