@@ -50,11 +50,16 @@ pub struct ReadmeDoctests;
 mod generated {
     pub mod v8;
 }
+pub mod connection;
 pub mod io;
 mod json;
 mod shared;
 
 pub use generated::v8::*;
+pub use connection::{
+    CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason, ServerConnection,
+    ServerEvent, ServerOptions, Violation,
+};
 pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
 pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
 pub use pi_protocol_runtime as runtime;

@@ -1,0 +1,436 @@
+//! [`ServerConnection`]: the server half of a Pi connection.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{CloseReason, ConnectionError, Violation};
+use crate::{
+    encode_server_message_with, is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder,
+    CodecOptions, ErrorBody, ErrorCode, ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello,
+    ServerHelloError, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, SuccessResponse,
+    PROTOCOL_VERSION,
+};
+
+/// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
+/// unanswered at once.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
+
+/// How a [`ServerConnection`] behaves, and the errors it answers with on its own.
+///
+/// Error codes are opaque strings to the protocol (PROTOCOL.md section 4), so every error the
+/// connection sends by itself is configurable here. The defaults, with their codes:
+///
+/// | field | code | sent when |
+/// |---|---|---|
+/// | `unsupported_version` | `unsupported_version` | the client's `hello` offers a version other than 8 (as `hello_error`) |
+/// | `wrong_server` | `wrong_server` | a request's `serverId` is not this server's |
+/// | `stale_route` | `stale_attachment` | a session target is not the current attachment route |
+/// | `duplicate_id` | `duplicate_request` | a request reuses the id of a request still in flight |
+/// | `too_many_requests` | `too_many_requests` | [`max_in_flight`](Self::max_in_flight) requests are already in flight |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// Frame and CBOR limits for both directions (default: [`CodecOptions::default`]).
+    pub codec: CodecOptions,
+    /// The `hello_error` for an unsupported version (default code `unsupported_version`,
+    /// message "This server speaks protocol version 8").
+    pub unsupported_version: ErrorBody,
+    /// The error response for a target naming another server (default code `wrong_server`).
+    pub wrong_server: ErrorBody,
+    /// The error response for a session target that is not the current route, including any
+    /// session target while no route is published (default code `stale_attachment`, message
+    /// "The attachment is no longer current").
+    pub stale_route: ErrorBody,
+    /// The error response for an id already in flight (default code `duplicate_request`).
+    pub duplicate_id: ErrorBody,
+    /// The error response once `max_in_flight` requests are in flight (default code
+    /// `too_many_requests`).
+    pub too_many_requests: ErrorBody,
+    /// How many admitted requests may be in flight at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`]); bounds the memory a client can make the connection hold.
+    pub max_in_flight: usize,
+}
+
+fn body(code: &str, message: &str) -> ErrorBody {
+    ErrorBody { code: ErrorCode::new(code).expect("default codes are non-empty"), message: message.to_owned() }
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            codec: CodecOptions::default(),
+            unsupported_version: body(
+                "unsupported_version",
+                &format!("This server speaks protocol version {PROTOCOL_VERSION}"),
+            ),
+            wrong_server: body("wrong_server", "The target names another server"),
+            stale_route: body("stale_attachment", "The attachment is no longer current"),
+            duplicate_id: body("duplicate_request", "A request with this id is already in flight"),
+            too_many_requests: body("too_many_requests", "Too many requests in flight"),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
+/// Why the connection answered a request itself instead of admitting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FenceReason {
+    /// The id is already in flight ([`ServerOptions::duplicate_id`]).
+    DuplicateId,
+    /// The target's `serverId` is another server's ([`ServerOptions::wrong_server`]).
+    WrongServer,
+    /// The session target is not the current attachment route ([`ServerOptions::stale_route`]).
+    StaleRoute,
+    /// Too many requests are in flight ([`ServerOptions::too_many_requests`]).
+    TooManyRequests,
+}
+
+/// What a [`ServerConnection`] reports to the application, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// The client's `hello` offered version 8 and was answered with `hello`.
+    Ready,
+    /// An admitted request: answer it exactly once with [`ServerConnection::respond`].
+    Request(Request),
+    /// The client cancelled the in-flight request `id` (reported once per request). The
+    /// application decides how to stop the work, and still responds.
+    Cancel {
+        /// The request to stop.
+        id: RequestId,
+    },
+    /// The connection answered request `id` with an error itself; the application never sees
+    /// the request.
+    Fenced {
+        /// The fenced request.
+        id: RequestId,
+        /// Which fence it hit.
+        reason: FenceReason,
+    },
+    /// The connection stopped reading and sends nothing new; in-flight requests must still be
+    /// settled with [`ServerConnection::respond`] before it closes.
+    Closing {
+        /// Why.
+        reason: CloseReason,
+    },
+    /// Every admitted request settled after [`Closing`](Self::Closing); this is the last event.
+    Closed {
+        /// The attachment route this connection held at that moment, which the application
+        /// now releases (`None`: nothing to release).
+        release: Option<SessionTarget>,
+    },
+}
+
+#[derive(Debug)]
+struct InFlight {
+    target: RpcTarget,
+    cancelled: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    AwaitingHello,
+    Open,
+    Closing,
+    Closed,
+}
+
+/// The server half of a Pi connection as a sans-IO state machine.
+///
+/// Feed it what the transport reads with [`receive`](Self::receive), answer the
+/// [`ServerEvent::Request`]s it reports with [`respond`](Self::respond), publish routes with
+/// [`set_attachment`](Self::set_attachment) and updates with
+/// [`publish_update`](Self::publish_update), then drain [`poll_event`](Self::poll_event) and
+/// [`poll_transmit`](Self::poll_transmit).
+///
+/// Rules (see the [module docs](super)): the first frame must be `hello`; requests are fenced
+/// (duplicate id, wrong server, stale route, too many in flight, checked in that order) before
+/// the application sees them; each admitted request is answered once; closing reports the route
+/// to release only after every admitted request settled.
+///
+/// ```
+/// use pi_protocol::connection::{ServerConnection, ServerEvent, ServerOptions};
+/// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, ServerId};
+///
+/// let mut server = ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?, ServerOptions::default());
+/// server.receive(&encode_client_message(&ClientMessage::Hello(ClientHello { version: 7.into() }))?);
+/// assert!(matches!(server.poll_event(), Some(ServerEvent::Closing { .. })));
+/// assert_eq!(server.poll_event(), Some(ServerEvent::Closed { release: None }));
+/// assert!(server.poll_transmit().is_some()); // the hello_error
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ServerConnection {
+    server_id: ServerId,
+    options: ServerOptions,
+    decoder: ClientMessageDecoder,
+    state: State,
+    attachment: Option<SessionTarget>,
+    in_flight: HashMap<RequestId, InFlight>,
+    events: VecDeque<ServerEvent>,
+    outgoing: Vec<u8>,
+}
+
+impl ServerConnection {
+    /// A connection for the logical server `server_id`, waiting for the client's `hello`.
+    pub fn new(server_id: ServerId, options: ServerOptions) -> Self {
+        let decoder = ClientMessageDecoder::with_options(&options.codec);
+        ServerConnection {
+            server_id,
+            options,
+            decoder,
+            state: State::AwaitingHello,
+            attachment: None,
+            in_flight: HashMap::new(),
+            events: VecDeque::new(),
+            outgoing: Vec::new(),
+        }
+    }
+
+    /// Feeds bytes read from the transport (any split of the stream) and processes every
+    /// message they complete: the handshake, fencing, admitted requests and cancels.
+    ///
+    /// The outcome is in [`poll_event`](Self::poll_event) and
+    /// [`poll_transmit`](Self::poll_transmit). Bytes after the connection began closing are
+    /// ignored.
+    pub fn receive(&mut self, bytes: &[u8]) {
+        if !self.reading() {
+            return;
+        }
+        for message in self.decoder.push(bytes) {
+            if !self.reading() {
+                break;
+            }
+            match message {
+                Ok(message) => self.handle(message),
+                Err(error) => self.begin_close(CloseReason::Violation(Violation::Decode(error))),
+            }
+        }
+    }
+
+    fn reading(&self) -> bool {
+        matches!(self.state, State::AwaitingHello | State::Open)
+    }
+
+    fn handle(&mut self, message: ClientMessage) {
+        match (self.state, message) {
+            (State::AwaitingHello, ClientMessage::Hello(hello)) => {
+                let version = hello.version.get();
+                if is_supported_protocol_version(version) {
+                    let reply = ServerMessage::Hello(ServerHello { server_id: self.server_id.clone() });
+                    match self.queue(&reply) {
+                        Ok(()) => {
+                            self.state = State::Open;
+                            self.events.push_back(ServerEvent::Ready);
+                        }
+                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                    }
+                } else {
+                    let reply =
+                        ServerMessage::HelloError(ServerHelloError { error: self.options.unsupported_version.clone() });
+                    match self.queue(&reply) {
+                        Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
+                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                    }
+                }
+            }
+            (State::AwaitingHello, _) => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
+            (State::Open, ClientMessage::Hello(_)) => {
+                self.begin_close(CloseReason::Violation(Violation::UnexpectedHello))
+            }
+            (State::Open, ClientMessage::Request(request)) => self.admit(request),
+            (State::Open, ClientMessage::Cancel(cancel)) => {
+                if let Some(in_flight) = self.in_flight.get_mut(&cancel.id) {
+                    if in_flight.target == cancel.target && !in_flight.cancelled {
+                        in_flight.cancelled = true;
+                        self.events.push_back(ServerEvent::Cancel { id: cancel.id });
+                    }
+                }
+            }
+            (State::Closing | State::Closed, _) => {}
+        }
+    }
+
+    /// Fences `request` or admits it (PROTOCOL.md section 4, targets; checks in the documented order).
+    fn admit(&mut self, request: Request) {
+        let fence = if self.in_flight.contains_key(&request.id) {
+            Some(FenceReason::DuplicateId)
+        } else {
+            match &request.target {
+                RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => Some(FenceReason::StaleRoute),
+                _ if self.in_flight.len() >= self.options.max_in_flight => Some(FenceReason::TooManyRequests),
+                _ => None,
+            }
+        };
+        let Some(reason) = fence else {
+            self.in_flight.insert(request.id.clone(), InFlight { target: request.target.clone(), cancelled: false });
+            self.events.push_back(ServerEvent::Request(request));
+            return;
+        };
+        let error = match reason {
+            FenceReason::DuplicateId => &self.options.duplicate_id,
+            FenceReason::WrongServer => &self.options.wrong_server,
+            FenceReason::StaleRoute => &self.options.stale_route,
+            FenceReason::TooManyRequests => &self.options.too_many_requests,
+        };
+        let reply = ServerMessage::Response(Response::Failure(ErrorResponse { id: request.id.clone(), error: error.clone() }));
+        match self.queue(&reply) {
+            Ok(()) => self.events.push_back(ServerEvent::Fenced { id: request.id, reason }),
+            Err(error) => self.begin_close(CloseReason::Encode(error)),
+        }
+    }
+
+    /// Settles the admitted request `id`: `Ok(result)` sends `ok: true` (no `result` key for
+    /// `None`), `Err(error)` sends `ok: false`.
+    ///
+    /// Accepted once per admitted id. While the connection is closing, the call settles without
+    /// sending anything, and settling the last one reports [`ServerEvent::Closed`].
+    ///
+    /// # Errors
+    /// [`ConnectionError::NotInFlight`] when `id` is not an admitted request awaiting its answer;
+    /// [`ConnectionError::Encode`] when the response cannot be encoded (for example a result
+    /// beyond the frame limit): the request then stays in flight, so answer it again, with an
+    /// error for instance.
+    pub fn respond(&mut self, id: &RequestId, result: Result<Option<Payload>, ErrorBody>) -> Result<(), ConnectionError> {
+        if !self.in_flight.contains_key(id) {
+            return Err(ConnectionError::NotInFlight(id.clone()));
+        }
+        if self.state == State::Open {
+            let response = match result {
+                Ok(result) => Response::Success(SuccessResponse { id: id.clone(), result }),
+                Err(error) => Response::Failure(ErrorResponse { id: id.clone(), error }),
+            };
+            self.queue(&ServerMessage::Response(response)).map_err(ConnectionError::Encode)?;
+        }
+        self.in_flight.remove(id);
+        self.finish_if_settled();
+        Ok(())
+    }
+
+    /// Publishes the current Session route (`Some`) or clears it (`None`) with an `attachment`
+    /// message, and fences later session calls against it.
+    ///
+    /// Attach and detach results carry no routing identifiers, so the route travels out of band:
+    /// call this before responding to the call that attached or detached. While the connection
+    /// is closing, this only changes which route [`ServerEvent::Closed`] releases.
+    ///
+    /// # Errors
+    /// [`ConnectionError::ForeignRoute`] for a route naming another server,
+    /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] after
+    /// close, [`ConnectionError::Encode`] if the frame breaks the codec limits. The route is
+    /// unchanged on error.
+    pub fn set_attachment(&mut self, route: Option<SessionTarget>) -> Result<(), ConnectionError> {
+        if let Some(route) = &route {
+            if route.server_id != self.server_id {
+                return Err(ConnectionError::ForeignRoute(route.server_id.clone()));
+            }
+        }
+        match self.state {
+            State::AwaitingHello => return Err(ConnectionError::NotReady),
+            State::Closed => return Err(ConnectionError::Closed),
+            State::Open => {
+                let message = ServerMessage::Attachment(Attachment { attachment: route.clone() });
+                self.queue(&message).map_err(ConnectionError::Encode)?;
+            }
+            State::Closing => {}
+        }
+        self.attachment = route;
+        Ok(())
+    }
+
+    /// Queues a `service_update` of subscription `subscription_id`.
+    ///
+    /// # Errors
+    /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] once
+    /// closing, [`ConnectionError::Encode`] if the frame breaks the codec limits.
+    pub fn publish_update(&mut self, subscription_id: SubscriptionId, update: Payload) -> Result<(), ConnectionError> {
+        match self.state {
+            State::AwaitingHello => Err(ConnectionError::NotReady),
+            State::Closing | State::Closed => Err(ConnectionError::Closed),
+            State::Open => self
+                .queue(&ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id, update }))
+                .map_err(ConnectionError::Encode),
+        }
+    }
+
+    /// The transport went away, or the application drops the client: stop reading and sending.
+    ///
+    /// Reports [`ServerEvent::Closing`] with [`CloseReason::Local`] (unless already closing);
+    /// [`ServerEvent::Closed`] with the route to release follows once every admitted request
+    /// has been settled with [`respond`](Self::respond) — at once if none is in flight.
+    pub fn disconnect(&mut self) {
+        self.begin_close(CloseReason::Local);
+    }
+
+    /// The next event, in order, or `None` when there is none yet.
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// Every byte queued for the transport since the last call (whole frames, in order), or
+    /// `None` when nothing is queued.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        if self.outgoing.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.outgoing))
+        }
+    }
+
+    /// How many bytes are queued for the transport; a driver can stop reading while this is
+    /// large (fencing errors are queued without the application's involvement).
+    pub fn pending_transmit_len(&self) -> usize {
+        self.outgoing.len()
+    }
+
+    /// The logical server this connection serves.
+    pub fn server_id(&self) -> &ServerId {
+        &self.server_id
+    }
+
+    /// The current attachment route (`None` after [`ServerEvent::Closed`] released it).
+    pub fn attachment(&self) -> Option<&SessionTarget> {
+        self.attachment.as_ref()
+    }
+
+    /// Whether `id` is an admitted request still awaiting [`respond`](Self::respond).
+    pub fn is_in_flight(&self, id: &RequestId) -> bool {
+        self.in_flight.contains_key(id)
+    }
+
+    /// How many admitted requests await [`respond`](Self::respond).
+    pub fn in_flight_len(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether the handshake completed and the connection is reading.
+    pub fn is_ready(&self) -> bool {
+        self.state == State::Open
+    }
+
+    /// Whether [`ServerEvent::Closed`] has been reported.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    fn queue(&mut self, message: &ServerMessage) -> Result<(), crate::ProtocolError> {
+        let frame = encode_server_message_with(message, &self.options.codec)?;
+        self.outgoing.extend_from_slice(&frame);
+        Ok(())
+    }
+
+    fn begin_close(&mut self, reason: CloseReason) {
+        if !self.reading() {
+            return;
+        }
+        self.state = State::Closing;
+        self.events.push_back(ServerEvent::Closing { reason });
+        self.finish_if_settled();
+    }
+
+    fn finish_if_settled(&mut self) {
+        if self.state == State::Closing && self.in_flight.is_empty() {
+            self.state = State::Closed;
+            self.events.push_back(ServerEvent::Closed { release: self.attachment.take() });
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Options and limits as the reference applies them (PROTOCOL.md sections 1, 2 and 6).
+
+use pi_protocol::runtime::limits::number_option;
+use pi_protocol::{
+    encode_client_message_with, CborLimits, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorKind, Payload,
+    Request, RequestId, RpcTarget, Rule, ServerId, ServerTarget,
+};
+
+fn request_with_call(call: Payload) -> ClientMessage {
+    ClientMessage::Request(Request {
+        id: RequestId::new("r").unwrap(),
+        target: RpcTarget::Server(ServerTarget {
+            server_id: ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap(),
+        }),
+        call,
+    })
+}
+
+#[test]
+fn out_of_range_options_are_refused_when_built() {
+    assert_eq!(CodecOptions::new().max_frame_length(1 << 32).unwrap_err().kind(), ErrorKind::Options);
+    assert!(CodecOptions::new().max_frame_length(u64::from(u32::MAX)).is_ok());
+    assert!(CodecOptions::new().max_frame_length(0).is_ok());
+    assert_eq!(CborLimits::new(0, 0, 513).unwrap_err().kind(), ErrorKind::Options);
+    assert!(CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).is_ok());
+    for bad in [-1.0, 2.5, f64::NAN, f64::INFINITY, 4_294_967_296.0] {
+        assert!(number_option("maxFrameLength", bad, u64::from(u32::MAX)).is_err(), "{bad}");
+    }
+    assert_eq!(number_option("maxFrameLength", 16.0, u64::from(u32::MAX)).unwrap(), 16);
+    let err = ClientMessageDecoder::with_max_frame_length(1 << 40).unwrap_err();
+    assert_eq!(err.rule(), Rule::OptionRange { name: "maxFrameLength", min: 0, max: u64::from(u32::MAX) });
+}
+
+#[test]
+fn a_header_over_the_limit_fails_before_its_payload_arrives() {
+    let mut decoder = ClientMessageDecoder::with_max_frame_length(16).unwrap();
+    assert!(decoder.push(&[0, 0]).is_empty());
+    let results = decoder.push(&[0, 17]);
+    assert_eq!(results.len(), 1);
+    let err = results[0].as_ref().unwrap_err();
+    assert_eq!(err.rule(), Rule::FrameTooLong { length: 17, limit: 16 });
+    assert_eq!(err.offset(), Some(0));
+}
+
+#[test]
+fn a_larger_frame_limit_also_raises_the_string_limit() {
+    // Measured with the reference: with maxFrameLength 32 MiB, a 17 MiB string in a call decodes.
+    let call = Payload::from_value(&serde_json::Value::String("x".repeat(17 << 20))).unwrap();
+    let message = request_with_call(call);
+    let options = CodecOptions::new().max_frame_length(32 << 20).unwrap();
+    let frame = encode_client_message_with(&message, &options).unwrap();
+    let mut decoder = ClientMessageDecoder::with_options(&options);
+    let results = decoder.push(&frame);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].as_ref().unwrap(), &message);
+    // With the default limit the same frame is refused as soon as its header is read.
+    let mut decoder = ClientMessageDecoder::new();
+    let err = decoder.push(&frame[..4]).pop().unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Frame);
+    assert!(pi_protocol::encode_client_message(&message).is_err());
+}
+
+#[test]
+fn encoders_apply_depth_and_container_limits_to_payloads_in_place() {
+    // Measured with the reference: a call nested 63 arrays deep encodes, 64 deep does not; an
+    // array of 1,000,001 items does not.
+    let nest = |n: usize| {
+        let mut v = serde_json::Value::Null;
+        for _ in 0..n {
+            v = serde_json::Value::Array(vec![v]);
+        }
+        request_with_call(Payload::from_value(&v).unwrap())
+    };
+    let options = CodecOptions::new();
+    assert!(encode_client_message_with(&nest(63), &options).is_ok());
+    let err = encode_client_message_with(&nest(64), &options).unwrap_err();
+    assert_eq!((err.kind(), err.rule()), (ErrorKind::Encode, Rule::DepthLimit { limit: 64 }));
+    let wide = request_with_call(Payload::from_value(&serde_json::json!(vec![0; 1_000_001])).unwrap());
+    let err = encode_client_message_with(&wide, &options).unwrap_err();
+    assert_eq!(err.rule(), Rule::ContainerLengthLimit { limit: 1_000_000 });
+    let fits = request_with_call(Payload::from_value(&serde_json::json!(vec![0; 1_000_000])).unwrap());
+    assert!(encode_client_message_with(&fits, &options).is_ok());
+}
