@@ -2,7 +2,9 @@
 //! rendering a message in its wire shape.
 
 use pi_protocol_runtime::json::to_javascript_key_order;
-use pi_protocol_runtime::{decode_message, encode_frame, CborLimits, CodecOptions, Encode, Payload, ProtocolError, Writer};
+use pi_protocol_runtime::{
+    decode_message, encode_frame, CborLimits, CodecOptions, Encode, Payload, ProtocolError, Writer,
+};
 use serde_json::Value;
 
 use crate::{ClientMessage, ServerMessage};

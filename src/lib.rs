@@ -55,19 +55,19 @@ pub mod io;
 mod json;
 mod shared;
 
-pub use generated::v8::*;
 pub use connection::{
-    CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason, ServerConnection,
-    ServerEvent, ServerOptions, Violation,
+    CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason,
+    ServerConnection, ServerEvent, ServerOptions, Violation,
 };
+pub use generated::v8::*;
 pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
-pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
 pub use pi_protocol_runtime as runtime;
 pub use pi_protocol_runtime::{
     decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, ErrorKind, FrameDecoder, Integer,
     PathSegment, Payload, ProtocolError, Rule, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH,
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH, MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
 };
+pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
 
 use pi_protocol_runtime::{encode_message, MessageDecoder};
 

@@ -129,7 +129,9 @@ fn check_decode(id: &str, request: &Value, expect: &Value) -> Result<(), String>
 fn json_numbers_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_numbers_equal(p, q)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_numbers_equal(p, q))
+        }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_numbers_equal(v, w)))
         }
@@ -141,8 +143,7 @@ fn check_encode(id: &str, request: &Value, expect: &Value) -> Result<(), String>
     let options = frame_options(request).map_err(|e| format!("{id}: options {e}"))?;
     let message = &request["message"];
     let client = request["side"] == "client";
-    let json_frame =
-        if client { encode_client_json(message, &options) } else { encode_server_json(message, &options) };
+    let json_frame = if client { encode_client_json(message, &options) } else { encode_server_json(message, &options) };
     // The typed path: parse, then encode in schema order.
     let typed_frame = if client {
         parse_client_message(message).and_then(|m| pi_protocol::encode_client_message_with(&m, &options))
@@ -153,7 +154,10 @@ fn check_encode(id: &str, request: &Value, expect: &Value) -> Result<(), String>
         Some(frame) => {
             let json_frame = json_frame.map_err(|e| format!("{id}: JSON encoder refused: {e}"))?;
             if hex::encode(&json_frame) != frame {
-                return Err(format!("{id}: JSON-path frame differs\n ours {}\n ref  {frame}", hex::encode(&json_frame)));
+                return Err(format!(
+                    "{id}: JSON-path frame differs\n ours {}\n ref  {frame}",
+                    hex::encode(&json_frame)
+                ));
             }
             let typed_frame = typed_frame.map_err(|e| format!("{id}: typed encoder refused: {e}"))?;
             if hex::encode(&typed_frame) != frame {

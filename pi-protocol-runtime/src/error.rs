@@ -173,9 +173,7 @@ impl fmt::Display for Rule {
             Rule::IndefiniteLength => f.write_str("indefinite-length items are not supported"),
             Rule::UnexpectedBreak => f.write_str("break marker outside an indefinite-length item"),
             Rule::Tag => f.write_str("CBOR tags are not supported"),
-            Rule::UnsupportedSimple => {
-                f.write_str("only false, true, null and float64 are supported in major type 7")
-            }
+            Rule::UnsupportedSimple => f.write_str("only false, true, null and float64 are supported in major type 7"),
             Rule::NonFiniteNumber => f.write_str("numbers must be finite"),
             Rule::UnsafeInteger => f.write_str("integers must lie within +-(2^53 - 1)"),
             Rule::LengthOutOfRange => f.write_str("length argument beyond 2^53 - 1"),
@@ -198,9 +196,7 @@ impl fmt::Display for Rule {
             Rule::Pattern => f.write_str("string does not match the required pattern"),
             Rule::Minimum { min } => write!(f, "number below the minimum of {min}"),
             Rule::NoVariant => f.write_str("value matches none of the allowed shapes"),
-            Rule::UnencodableNumber => {
-                f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)")
-            }
+            Rule::UnencodableNumber => f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)"),
             Rule::DecoderFailed => f.write_str("decoder already failed"),
             Rule::DecoderEnded => f.write_str("decoder already ended"),
         }

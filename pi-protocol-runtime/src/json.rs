@@ -41,7 +41,8 @@ pub fn to_javascript_key_order(value: &mut Value) {
             let mut entries: Vec<(String, Value)> = entries.into_iter().collect();
             if needs_reorder {
                 // Stable: non-index keys keep their relative order.
-                entries.sort_by_key(|(k, _)| if is_array_index(k) { (0, k.parse::<u64>().unwrap_or(0)) } else { (1, 0) });
+                entries
+                    .sort_by_key(|(k, _)| if is_array_index(k) { (0, k.parse::<u64>().unwrap_or(0)) } else { (1, 0) });
             }
             let mut out = Map::with_capacity(entries.len());
             for (k, mut v) in entries {

@@ -63,7 +63,11 @@ impl CborLimits {
     ///
     /// # Errors
     /// `ErrorKind::Options` naming the option.
-    pub fn from_numbers(max_byte_length: f64, max_container_length: f64, max_depth: f64) -> Result<Self, ProtocolError> {
+    pub fn from_numbers(
+        max_byte_length: f64,
+        max_container_length: f64,
+        max_depth: f64,
+    ) -> Result<Self, ProtocolError> {
         Self::new(
             number_option("maxByteLength", max_byte_length, MAX_CONFIGURABLE_LENGTH)?,
             number_option("maxContainerLength", max_container_length, MAX_CONFIGURABLE_LENGTH)?,

@@ -46,11 +46,8 @@ impl CodecOptions {
     /// `Options` when `bytes` exceeds `u32::MAX`.
     pub fn max_frame_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
         self.max_frame_length = check_length("maxFrameLength", bytes)?;
-        self.limits = CborLimits::new(
-            bytes,
-            u64::from(self.limits.max_container_length()),
-            u64::from(self.limits.max_depth()),
-        )?;
+        self.limits =
+            CborLimits::new(bytes, u64::from(self.limits.max_container_length()), u64::from(self.limits.max_depth()))?;
         Ok(self)
     }
 
@@ -206,7 +203,8 @@ where
 
     /// A decoder with `options`.
     pub fn with_options(options: &CodecOptions) -> Self {
-        let frames = FrameDecoder::with_max_frame_length(u64::from(options.max_frame_length)).expect("checked when built");
+        let frames =
+            FrameDecoder::with_max_frame_length(u64::from(options.max_frame_length)).expect("checked when built");
         MessageDecoder { frames, limits: options.limits, _message: PhantomData }
     }
 

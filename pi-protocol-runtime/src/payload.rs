@@ -104,7 +104,8 @@ impl Payload {
     /// The value as `serde_json::Value`, keys in wire order. Integral float64 numbers become
     /// integers (as JSON numbers they are the same), `-0.0` stays a float.
     pub fn to_value(&self) -> Value {
-        let mut r = Reader::new(&self.cbor, CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("in range"));
+        let mut r =
+            Reader::new(&self.cbor, CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("in range"));
         // The bytes were validated when the payload was built, so reading cannot fail.
         read_value(&mut r).unwrap_or(Value::Null)
     }
@@ -165,7 +166,10 @@ impl Validate for Payload {
 
 fn write_value(w: &mut Writer, value: &Value, depth: u32) -> Result<ItemShape, ProtocolError> {
     if depth > MAX_CONFIGURABLE_DEPTH {
-        return Err(ProtocolError::new(ErrorKind::Encode, Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) }));
+        return Err(ProtocolError::new(
+            ErrorKind::Encode,
+            Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) },
+        ));
     }
     let mut shape = ItemShape::default();
     match value {

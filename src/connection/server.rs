@@ -272,7 +272,8 @@ impl ServerConnection {
             FenceReason::StaleRoute => &self.options.stale_route,
             FenceReason::TooManyRequests => &self.options.too_many_requests,
         };
-        let reply = ServerMessage::Response(Response::Failure(ErrorResponse { id: request.id.clone(), error: error.clone() }));
+        let reply =
+            ServerMessage::Response(Response::Failure(ErrorResponse { id: request.id.clone(), error: error.clone() }));
         match self.queue(&reply) {
             Ok(()) => self.events.push_back(ServerEvent::Fenced { id: request.id, reason }),
             Err(error) => self.begin_close(CloseReason::Encode(error)),
@@ -290,7 +291,11 @@ impl ServerConnection {
     /// [`ConnectionError::Encode`] when the response cannot be encoded (for example a result
     /// beyond the frame limit): the request then stays in flight, so answer it again, with an
     /// error for instance.
-    pub fn respond(&mut self, id: &RequestId, result: Result<Option<Payload>, ErrorBody>) -> Result<(), ConnectionError> {
+    pub fn respond(
+        &mut self,
+        id: &RequestId,
+        result: Result<Option<Payload>, ErrorBody>,
+    ) -> Result<(), ConnectionError> {
         if !self.in_flight.contains_key(id) {
             return Err(ConnectionError::NotInFlight(id.clone()));
         }

@@ -19,12 +19,12 @@ mod blocking;
 #[cfg(feature = "tokio")]
 mod tokio;
 
+#[cfg(feature = "tokio")]
+pub use self::tokio::{ClientCodec, MessageCodec, ServerCodec};
 pub use blocking::{
     write_client_message, write_client_message_with, write_server_message, write_server_message_with,
     ClientMessageReader, MessageReader, ServerMessageReader,
 };
-#[cfg(feature = "tokio")]
-pub use self::tokio::{ClientCodec, MessageCodec, ServerCodec};
 
 use crate::ProtocolError;
 

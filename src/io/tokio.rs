@@ -3,8 +3,8 @@
 use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
-use pi_protocol_runtime::{decode_message_shared, encode_message, Decode, Encode, ErrorKind, Rule, Validate};
 use pi_protocol_runtime::FRAME_HEADER_LENGTH;
+use pi_protocol_runtime::{decode_message_shared, encode_message, Decode, Encode, ErrorKind, Rule, Validate};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::Error;
@@ -202,7 +202,8 @@ mod tests {
     #[tokio::test]
     async fn framed_read_decodes_the_captured_session() {
         let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captures/session-server.bin")).unwrap();
-        let expected: Vec<ServerMessage> = ServerMessageDecoder::new().push(&bytes).into_iter().map(Result::unwrap).collect();
+        let expected: Vec<ServerMessage> =
+            ServerMessageDecoder::new().push(&bytes).into_iter().map(Result::unwrap).collect();
         assert_eq!(expected.len(), 21);
         let framed = FramedRead::new(&bytes[..], ClientCodec::new());
         let got: Vec<ServerMessage> = framed.map(Result::unwrap).collect().await;
@@ -212,7 +213,8 @@ mod tests {
     #[tokio::test]
     async fn duplex_with_one_byte_writes() {
         let (mut tx, rx) = tokio::io::duplex(3);
-        let messages = vec![request("a"), request("b"), ClientMessage::Hello(ClientHello { version: Integer::from(7u8) })];
+        let messages =
+            vec![request("a"), request("b"), ClientMessage::Hello(ClientHello { version: Integer::from(7u8) })];
         let mut wire = Vec::new();
         for m in &messages {
             wire.extend(encode_client_message(m).unwrap());
@@ -230,7 +232,8 @@ mod tests {
     #[tokio::test]
     async fn oversized_header_fails_before_the_payload_arrives() {
         let (mut tx, rx) = tokio::io::duplex(64);
-        let mut framed = FramedRead::new(rx, ServerCodec::with_options(&CodecOptions::new().max_frame_length(100).unwrap()));
+        let mut framed =
+            FramedRead::new(rx, ServerCodec::with_options(&CodecOptions::new().max_frame_length(100).unwrap()));
         let good = encode_client_message(&request("a")).unwrap();
         tx.write_all(&good).await.unwrap();
         tx.write_all(&[0, 0, 0, 101]).await.unwrap(); // header only; the writer stays open
@@ -268,7 +271,8 @@ mod tests {
 
     #[test]
     fn schema_error_matches_the_sans_io_decoder() {
-        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captures/damaged-badframe-client.bin")).unwrap();
+        let bytes =
+            std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captures/damaged-badframe-client.bin")).unwrap();
         let reference: Vec<_> = ClientMessageDecoder::new().push(&bytes);
         let expected_error = reference.last().unwrap().clone().unwrap_err();
         let mut codec = ServerCodec::new();
@@ -298,7 +302,8 @@ mod tests {
 
     #[tokio::test]
     async fn encoder_honours_the_frame_limit() {
-        let mut sink = FramedWrite::new(Vec::new(), ServerCodec::with_options(&CodecOptions::new().max_frame_length(10).unwrap()));
+        let mut sink =
+            FramedWrite::new(Vec::new(), ServerCodec::with_options(&CodecOptions::new().max_frame_length(10).unwrap()));
         let message = ServerMessage::Attachment(Attachment { attachment: None });
         let error = sink.send(message).await.unwrap_err();
         assert!(matches!(protocol(&error).rule(), Rule::EncodedFrameTooLong { limit: 10, .. }));

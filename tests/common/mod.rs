@@ -65,7 +65,8 @@ fn sort_cbor(value: &CborValue) -> CborValue {
     match value {
         CborValue::Array(items) => CborValue::Array(items.iter().map(sort_cbor).collect()),
         CborValue::Map(entries) => {
-            let mut entries: Vec<(String, CborValue)> = entries.iter().map(|(k, v)| (k.clone(), sort_cbor(v))).collect();
+            let mut entries: Vec<(String, CborValue)> =
+                entries.iter().map(|(k, v)| (k.clone(), sort_cbor(v))).collect();
             entries.sort_by_key(|(k, _)| utf16_key(k));
             // JavaScript property order: array-index keys first, ascending (stable sort keeps the rest).
             entries.sort_by_key(|(k, _)| {

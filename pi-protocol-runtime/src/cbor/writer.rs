@@ -1,8 +1,8 @@
 //! The canonical CBOR writer (PROTOCOL.md section 3): shortest arguments, definite lengths,
 //! JSON number rules.
 
-use super::reader::MAX_SAFE_INTEGER;
 use super::reader::major;
+use super::reader::MAX_SAFE_INTEGER;
 
 /// Appends canonical CBOR items to a byte buffer.
 ///
