@@ -113,7 +113,8 @@ pub fn blob_text() -> String {
 
 /// A request whose call carries one 1 MiB string.
 pub fn blob() -> Workload {
-    let message = request("req-45", json!({"serviceId": "files", "member": "write", "args": ["notes.txt", blob_text()]}));
+    let message =
+        request("req-45", json!({"serviceId": "files", "member": "write", "args": ["notes.txt", blob_text()]}));
     Workload { name: "blob", side: Side::Client, stream: frame(&message), messages: 1, chunk: None }
 }
 

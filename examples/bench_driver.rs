@@ -119,7 +119,13 @@ fn memory() -> Result<(), String> {
             let peak = peak_kib(op, w.name)?;
             cells.push(format!("+{}", human_kib(peak.saturating_sub(base))));
         }
-        println!("| {} | {} | {} | {} |", w.name, human_bytes(w.stream.len() as f64), human_kib(base), cells.join(" | "));
+        println!(
+            "| {} | {} | {} | {} |",
+            w.name,
+            human_bytes(w.stream.len() as f64),
+            human_kib(base),
+            cells.join(" | ")
+        );
     }
     Ok(())
 }

@@ -104,6 +104,12 @@ impl FrameDecoder {
         self.offset
     }
 
+    /// Bytes of memory the decoder holds for a partly received frame (its buffer's capacity):
+    /// at most twice what has arrived of that frame, whatever its header announced.
+    pub fn buffered_capacity(&self) -> usize {
+        self.partial.capacity()
+    }
+
     /// Whether a frame (or header) is partly received.
     pub fn has_partial(&self) -> bool {
         !self.partial.is_empty()

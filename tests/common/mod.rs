@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod checks;
+
 use pi_protocol::runtime::json::to_javascript_key_order;
 use pi_protocol::{encode_cbor, CborLimits, CborValue, Payload};
 use serde_json::{Map, Value};

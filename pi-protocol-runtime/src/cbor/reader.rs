@@ -500,22 +500,61 @@ impl<'de> Reader<'de> {
     }
 
     /// With the cursor at a map head, lists its keys in wire order without moving the cursor, or
-    /// returns `Ok(None)` when the map has more than `max` entries.
+    /// returns `Ok(None)` when the map has more than `max` entries. Up to
+    /// [`PeekedKeys::INLINE`] keys are held without allocating.
     ///
     /// # Errors
     /// As [`peek_map_value`](Self::peek_map_value).
-    pub fn peek_map_keys(&self, max: usize) -> Result<Option<Vec<&'de str>>, ProtocolError> {
+    pub fn peek_map_keys(&self, max: usize) -> Result<Option<PeekedKeys<'de>>, ProtocolError> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
         if n > max {
             return Ok(None);
         }
-        let mut keys = Vec::with_capacity(n);
+        let mut keys = PeekedKeys::with_capacity(n);
         for _ in 0..n {
             keys.push(probe.read_key()?);
             probe.skip()?;
         }
         Ok(Some(keys))
+    }
+}
+
+/// The keys of a map, as [`Reader::peek_map_keys`] lists them; derefs to `[&str]`.
+#[derive(Debug, Clone)]
+pub struct PeekedKeys<'de> {
+    inline: [&'de str; PeekedKeys::INLINE],
+    len: usize,
+    spilled: Vec<&'de str>,
+}
+
+impl<'de> PeekedKeys<'de> {
+    /// How many keys are held without allocating.
+    pub const INLINE: usize = 8;
+
+    fn with_capacity(n: usize) -> Self {
+        let spilled = if n > Self::INLINE { Vec::with_capacity(n) } else { Vec::new() };
+        PeekedKeys { inline: [""; Self::INLINE], len: 0, spilled }
+    }
+
+    fn push(&mut self, key: &'de str) {
+        if self.spilled.capacity() > 0 {
+            self.spilled.push(key);
+        } else {
+            self.inline[self.len] = key;
+        }
+        self.len += 1;
+    }
+}
+
+impl<'de> std::ops::Deref for PeekedKeys<'de> {
+    type Target = [&'de str];
+    fn deref(&self) -> &[&'de str] {
+        if self.spilled.capacity() > 0 {
+            &self.spilled
+        } else {
+            &self.inline[..self.len]
+        }
     }
 }
 
