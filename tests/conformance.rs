@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{canonical_hex_of_cbor, canonical_hex_of_json, unhex, vectors};
+use common::{canonical_hex_of_cbor, canonical_hex_of_json, unhex, vectors, vectors_in};
 use pi_protocol::runtime::limits::{number_option, MAX_CONFIGURABLE_LENGTH};
 use pi_protocol::{
     decode_cbor, encode_client_json, encode_client_message, encode_server_json, encode_server_message,
@@ -218,13 +218,11 @@ fn check_decode_cbor(id: &str, request: &Value, expect: &Value) -> Result<(), St
     }
 }
 
-#[test]
-fn every_vector_agrees_with_the_reference() {
-    let cases = vectors();
-    assert!(cases.len() >= 500, "the vectors file is incomplete: {} cases", cases.len());
+/// Runs every case of `cases`; returns the disagreements and the count per op.
+fn check_all(cases: &[Value]) -> (Vec<String>, std::collections::BTreeMap<String, usize>) {
     let mut failures = Vec::new();
     let mut counts = std::collections::BTreeMap::new();
-    for case in &cases {
+    for case in cases {
         let id = case["id"].as_str().unwrap();
         let request = &case["request"];
         let expect = &case["expect"];
@@ -240,10 +238,29 @@ fn every_vector_agrees_with_the_reference() {
             failures.push(e);
         }
     }
+    (failures, counts)
+}
+
+#[test]
+fn every_vector_agrees_with_the_reference() {
+    let cases = vectors();
+    assert!(cases.len() >= 500, "the vectors file is incomplete: {} cases", cases.len());
+    let (failures, counts) = check_all(&cases);
     assert!(failures.is_empty(), "{} of {} vectors disagree:\n{}", failures.len(), cases.len(), failures.join("\n"));
     assert_eq!(counts.get("decode"), Some(&510));
     assert_eq!(counts.get("encode"), Some(&25));
     assert_eq!(counts.get("decodeCbor"), Some(&11));
+}
+
+#[test]
+fn rfc8949_examples_wrapped_in_envelopes_agree_with_the_reference() {
+    // Recorded with the reference: every Appendix A example of RFC 8949 as request.call,
+    // response.result, service_update.update, and as a raw item.
+    let cases = vectors_in("rfc8949-examples.jsonl");
+    assert_eq!(cases.len(), 360);
+    let (failures, counts) = check_all(&cases);
+    assert!(failures.is_empty(), "{} disagree:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(counts.get("decodeCbor"), Some(&90));
 }
 
 #[test]

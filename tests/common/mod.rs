@@ -16,10 +16,16 @@ pub fn repo_file(path: &str) -> Vec<u8> {
     std::fs::read(&full).unwrap_or_else(|e| panic!("cannot read {full}: {e}"))
 }
 
-/// Every case of `tests/vectors/vectors.jsonl`.
-pub fn vectors() -> Vec<Value> {
-    let text = String::from_utf8(repo_file("tests/vectors/vectors.jsonl")).unwrap();
+/// Every case of a vectors file under `tests/vectors/` (same shape as the reference's
+/// `vectors.jsonl`).
+pub fn vectors_in(name: &str) -> Vec<Value> {
+    let text = String::from_utf8(repo_file(&format!("tests/vectors/{name}"))).unwrap();
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Every case of `tests/vectors/vectors.jsonl`, recorded from the reference.
+pub fn vectors() -> Vec<Value> {
+    vectors_in("vectors.jsonl")
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
