@@ -9,15 +9,15 @@
 //!     OP: decode | decode-shared | decode-serde | encode | encode-serde | relay | relay-serde
 //!         | to-value | memcpy | append | none
 //! cargo run --release --example bench_driver -- memory
-//!     peak resident memory of each operation on each workload, measured by re-running this
-//!     program under /usr/bin/time -v (one operation per process, minus the `none` run)
+//!     peak heap bytes of one run of each operation on each workload, above what was
+//!     allocated before it (counted by the `peak_alloc` global allocator)
 //! cargo run --release --example bench_driver -- report [CRITERION_DIR] [NODE_JSON]
 //!     the results table of docs/PERFORMANCE.md from criterion's estimates and the node
 //!     script's JSON output
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use serde_json::Value;
 
@@ -57,85 +57,83 @@ fn workload(name: &str) -> Result<Workload, String> {
     }
 }
 
-/// Runs `op` on `w` `iterations` times; returns a checksum of the outputs.
+/// What an operation needs before it is timed: the shared chunks, the decoded messages to
+/// encode, a destination buffer.
+struct Setup {
+    shared: Vec<bytes::Bytes>,
+    ours: Option<ops::Ours>,
+    theirs: Option<ops::Theirs>,
+    into: Vec<u8>,
+}
+
+impl Setup {
+    fn new(op: &str, w: &Workload) -> Setup {
+        Setup {
+            shared: if op == "decode-shared" { ops::shared_chunks(w) } else { Vec::new() },
+            ours: if op == "encode" { Some(ops::decode_ours(w)) } else { None },
+            theirs: if op == "encode-serde" { Some(ops::decode_theirs(w)) } else { None },
+            into: if op == "memcpy" { vec![0u8; w.stream.len()] } else { Vec::new() },
+        }
+    }
+}
+
+/// Runs `op` once on `w`; returns a checksum of the output.
+fn run_once(op: &str, w: &Workload, setup: &mut Setup) -> Result<usize, String> {
+    Ok(match op {
+        "decode" => std::hint::black_box(ops::decode_ours(w)).len(),
+        "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &setup.shared)).len(),
+        "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
+        "encode" => setup.ours.as_ref().map_or(0, ops::encode_ours),
+        "encode-serde" => setup.theirs.as_ref().map_or(0, ops::encode_theirs),
+        "relay" => ops::relay_ours(w),
+        "relay-serde" => ops::relay_theirs(w),
+        "to-value" => ops::decode_to_value(w),
+        "memcpy" => usize::from(ops::memcpy(&w.stream, &mut setup.into)),
+        "append" => ops::append_bytewise(&w.stream),
+        "none" => 0,
+        _ => return Err(format!("unknown operation {op}")),
+    })
+}
+
+/// Runs `op` on `w` `iterations` times; returns the sum of the checksums.
 fn run(op: &str, w: &Workload, iterations: u64) -> Result<usize, String> {
-    let mut sum = 0usize;
-    let shared = if op == "decode-shared" { ops::shared_chunks(w) } else { Vec::new() };
-    let ours = if op == "encode" { Some(ops::decode_ours(w)) } else { None };
-    let theirs = if op == "encode-serde" { Some(ops::decode_theirs(w)) } else { None };
-    let mut into = if op == "memcpy" { vec![0u8; w.stream.len()] } else { Vec::new() };
+    let mut setup = Setup::new(op, w);
+    let mut sum = 0;
     for _ in 0..iterations {
-        sum += match op {
-            "decode" => std::hint::black_box(ops::decode_ours(w)).len(),
-            "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &shared)).len(),
-            "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
-            "encode" => ours.as_ref().map_or(0, ops::encode_ours),
-            "encode-serde" => theirs.as_ref().map_or(0, ops::encode_theirs),
-            "relay" => ops::relay_ours(w),
-            "relay-serde" => ops::relay_theirs(w),
-            "to-value" => ops::decode_to_value(w),
-            "memcpy" => usize::from(ops::memcpy(&w.stream, &mut into)),
-            "append" => ops::append_bytewise(&w.stream),
-            "none" => 0,
-            _ => return Err(format!("unknown operation {op}")),
-        };
+        sum += run_once(op, w, &mut setup)?;
     }
     Ok(sum)
 }
 
-/// Peak RSS in KiB of `bench_driver run op workload 1`, from /usr/bin/time -v.
-fn peak_kib(op: &str, workload: &str) -> Result<u64, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = Command::new("/usr/bin/time")
-        .arg("-v")
-        .arg(exe)
-        .args(["run", op, workload, "1"])
-        .output()
-        .map_err(|e| format!("cannot run /usr/bin/time: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{op} {workload} failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    stderr
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| "no peak RSS in /usr/bin/time output".to_owned())
+/// Counts heap bytes, so that `memory` can report the peak of each operation.
+#[global_allocator]
+static HEAP: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
+
+/// Heap bytes at the peak of one run of `op` on `w`, above what was allocated before it
+/// (the input stream and the setup of the operation).
+fn peak_bytes(op: &str, w: &Workload) -> Result<usize, String> {
+    let mut setup = Setup::new(op, w);
+    let before = HEAP.current_usage();
+    HEAP.reset_peak_usage();
+    std::hint::black_box(run_once(op, w, &mut setup)?);
+    Ok(HEAP.peak_usage().saturating_sub(before))
 }
 
 fn memory() -> Result<(), String> {
-    workloads::write_frames(&target_dir().join("bench-frames")).map_err(|e| e.to_string())?;
-    println!("| workload | stream | setup only | {} |", OPS.join(" | "));
-    println!("|---|---:|---:|{}", "---:|".repeat(OPS.len()));
+    println!("| workload | stream | {} |", OPS.join(" | "));
+    println!("|---|---:|{}", "---:|".repeat(OPS.len()));
     for w in workloads::all() {
-        let base = peak_kib("none", w.name)?;
         let mut cells = Vec::new();
         for op in OPS {
-            let bytewise = w.chunk.is_some();
-            if bytewise && !op.starts_with("decode") {
+            if w.chunk.is_some() && !op.starts_with("decode") {
                 cells.push("-".to_owned());
                 continue;
             }
-            let peak = peak_kib(op, w.name)?;
-            cells.push(format!("+{}", human_kib(peak.saturating_sub(base))));
+            cells.push(human_bytes(peak_bytes(op, &w)? as f64));
         }
-        println!(
-            "| {} | {} | {} | {} |",
-            w.name,
-            human_bytes(w.stream.len() as f64),
-            human_kib(base),
-            cells.join(" | ")
-        );
+        println!("| {} | {} | {} |", w.name, human_bytes(w.stream.len() as f64), cells.join(" | "));
     }
     Ok(())
-}
-
-fn human_kib(k: u64) -> String {
-    if k >= 10 * 1024 {
-        format!("{:.1} MiB", k as f64 / 1024.0)
-    } else {
-        format!("{k} KiB")
-    }
 }
 
 fn human_bytes(b: f64) -> String {

@@ -39,6 +39,10 @@
 //! Source map: framing is PROTOCOL.md section 1, the CBOR subset sections 2-3, envelopes
 //! section 4, payloads section 5, errors section 6; where this crate goes further than the
 //! reference is section 7.
+//!
+//! On top of the codec, [`connection`] holds the protocol's connection rules (handshake,
+//! request correlation, cancellation, attachment routes, server fencing) as sans-IO state
+//! machines, [`ClientConnection`] and [`ServerConnection`], that any transport can drive.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -271,7 +271,7 @@ fn str_checks(cx: &Ctxt, min_length: Option<u64>, pattern: Option<&LitStr>) -> S
                 cx.error_spanned_by(
                     lit,
                     format!(
-                        "{err}; supported: `^`, literal characters, classes such as `[0-9a-f]`, `{{n}}` counts, `$`"
+                        "{err} (a pattern is `^`, then literal characters or classes such as `[0-9a-f]`, each with an optional `{{n}}` count, then `$`)"
                     ),
                 );
                 None
@@ -289,10 +289,10 @@ fn build_struct<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::Fields
         if lit.key.is_none() {
             cx.error_at(lit.span, "`literal` needs a wire key: `key = \"...\"`");
         }
-        if lit.value.is_none() {
+        if !lit.value_written {
             cx.error_at(lit.span, "`literal` needs its value: `value = \"...\"`, `true`, `false` or an integer");
         }
-        let (Some(key), Some((_, value))) = (&lit.key, &lit.value) else { continue };
+        let (Some(key), Some(value)) = (&lit.key, &lit.value) else { continue };
         if !seen_keys.insert(key.value()) {
             cx.error_spanned_by(key, format!("duplicate wire key `{}`", key.value()));
         }

@@ -114,8 +114,10 @@ pub struct LiteralAttr {
     pub span: Span,
     /// The wire key.
     pub key: Option<LitStr>,
-    /// The fixed value, with the span of the value expression.
-    pub value: Option<(Span, LitValue)>,
+    /// The fixed value.
+    pub value: Option<LitValue>,
+    /// Whether `value = ...` was written (even if it was not a valid literal value).
+    pub value_written: bool,
     /// The key this literal follows in canonical order.
     pub after: Option<LitStr>,
 }
@@ -333,7 +335,7 @@ fn safe_integer(expr: &Expr) -> Result<i64, &'static str> {
 }
 
 fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAttr> {
-    let mut out = LiteralAttr { span: path_span(meta), key: None, value: None, after: None };
+    let mut out = LiteralAttr { span: path_span(meta), key: None, value: None, value_written: false, after: None };
     if !meta.input.peek(syn::token::Paren) {
         cx.error_spanned_by(
             &meta.path,
@@ -351,6 +353,10 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
             }
         } else if inner.path.is_ident("value") {
             let expr: Expr = inner.value()?.parse()?;
+            if out.value_written {
+                cx.error_at(span, "duplicate `value` in `literal`");
+            }
+            out.value_written = true;
             let value = match &expr {
                 Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(LitValue::Text(s.value())),
                 Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(LitValue::Bool(b.value)),
@@ -360,11 +366,7 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
                 },
             };
             match value {
-                Some(value) => {
-                    if out.value.replace((value_span(&expr), value)).is_some() {
-                        cx.error_at(span, "duplicate `value` in `literal`");
-                    }
-                }
+                Some(value) => out.value = Some(value),
                 None => cx.error_spanned_by(
                     &expr,
                     "a literal value is a string, `true`, `false` or an integer within +-(2^53 - 1)",
@@ -381,8 +383,4 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
         Ok(())
     })?;
     Ok(out)
-}
-
-fn value_span(expr: &Expr) -> Span {
-    expr.to_token_stream().into_iter().next().map_or_else(Span::call_site, |t| t.span())
 }

@@ -84,11 +84,15 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 let read = quote_spanned! {value_ty.span()=>
                     <#value_ty as #krate::Decode<'de>>::decode(__reader)
                 };
-                let read = quote! {
-                    {
-                        let __value = #read.map_err(|e| e.at(#key))?;
-                        #checks
-                        __value
+                let read = if checks.is_empty() {
+                    quote!(#read.map_err(|e| e.at(#key))?)
+                } else {
+                    quote! {
+                        {
+                            let __value = #read.map_err(|e| e.at(#key))?;
+                            #checks
+                            __value
+                        }
                     }
                 };
                 let store = match field.presence {

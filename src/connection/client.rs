@@ -70,6 +70,9 @@ pub enum ClientEvent {
         update: Payload,
     },
     /// An `attachment` message replaced the current Session route (`None`: no route now).
+    ///
+    /// The route is taken as published; its `serverId` is not compared with the handshake's
+    /// (the server fences what it does not own).
     Attachment {
         /// The new current route.
         route: Option<SessionTarget>,

@@ -74,6 +74,10 @@ impl Default for ServerOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FenceReason {
     /// The id is already in flight ([`ServerOptions::duplicate_id`]).
+    ///
+    /// Responses correlate by id alone, so a client takes this error as the answer to its
+    /// first request with that id; a correct client (such as [`ClientConnection`](super::ClientConnection),
+    /// whose ids are never reused) never triggers it.
     DuplicateId,
     /// The target's `serverId` is another server's ([`ServerOptions::wrong_server`]).
     WrongServer,
@@ -400,6 +404,12 @@ impl ServerConnection {
     /// Whether `id` is an admitted request still awaiting [`respond`](Self::respond).
     pub fn is_in_flight(&self, id: &RequestId) -> bool {
         self.in_flight.contains_key(id)
+    }
+
+    /// The admitted requests awaiting [`respond`](Self::respond), in no particular order: after
+    /// [`ServerEvent::Closing`], the calls whose work the application should stop and settle.
+    pub fn in_flight(&self) -> impl Iterator<Item = &RequestId> + '_ {
+        self.in_flight.keys()
     }
 
     /// How many admitted requests await [`respond`](Self::respond).

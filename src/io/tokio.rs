@@ -236,10 +236,10 @@ mod tests {
             FramedRead::new(rx, ServerCodec::with_options(&CodecOptions::new().max_frame_length(100).unwrap()));
         let good = encode_client_message(&request("a")).unwrap();
         tx.write_all(&good).await.unwrap();
-        tx.write_all(&[0, 0, 0, 101]).await.unwrap(); // header only; the writer stays open
+        tx.write_all(&[0, 0, 3, 0xe9]).await.unwrap(); // 1001: header only; the writer stays open
         assert_eq!(framed.next().await.unwrap().unwrap(), request("a"));
         let error = framed.next().await.unwrap().unwrap_err();
-        assert_eq!(protocol(&error).rule(), Rule::FrameTooLong { length: 101, limit: 100 });
+        assert_eq!(protocol(&error).rule(), Rule::FrameTooLong { length: 1001, limit: 1000 });
         assert_eq!(protocol(&error).offset(), Some(good.len() as u64));
         assert!(framed.next().await.is_none(), "the stream ends after an error");
     }

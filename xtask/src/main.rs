@@ -6,15 +6,26 @@
 //!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`).
 //! - `gen --check`: regenerates in memory and fails, naming the stale file and the command to
 //!   run, when a checked-in file differs. CI runs this.
+//! - `conformance [--cases N] [--seed S]`: differential test of the decoders and encoders
+//!   against the reference package, run by node (see `conformance.rs`).
+//! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
+//!   (see `bench_reference.rs` and `docs/PERFORMANCE.md`).
 
 use std::process::ExitCode;
 
+mod bench_reference;
 mod codegen;
+mod conformance;
 
-const USAGE: &str = "usage: cargo xtask gen [--check]
+const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
+       cargo xtask bench-reference [--seconds S]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
-  gen --check  fail if a checked-in generated file is stale";
+  gen --check  fail if a checked-in generated file is stale
+  conformance [--cases N] [--seed S]
+               differential test against the reference package (needs node and npm)
+  bench-reference [--seconds S]
+               time the reference package on the benchmark frames (needs node and npm)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,6 +33,8 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["gen"] => codegen::generate(false),
         ["gen", "--check"] | ["--check", "gen"] => codegen::generate(true),
+        ["conformance", rest @ ..] => conformance::run(rest),
+        ["bench-reference", rest @ ..] => bench_reference::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

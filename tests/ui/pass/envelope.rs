@@ -37,5 +37,8 @@ fn main() {
 
     let low = Job { priority: Integer::from(0u8), ..job };
     let err = encode_item(&low, limits).unwrap_err();
-    assert_eq!((err.kind(), err.rule(), err.path_string()), (ErrorKind::Schema, Rule::Minimum { min: 1 }, "priority".to_owned()));
+    assert_eq!(
+        (err.kind(), err.rule(), err.path_string()),
+        (ErrorKind::Schema, Rule::Minimum { min: 1 }, "priority".to_owned())
+    );
 }

@@ -197,7 +197,10 @@ pub fn random_json(rng: &mut Rng, depth: u32, allow_unsafe: bool) -> Value {
     match rng.below(kinds) {
         0 => Value::Null,
         1 => Value::Bool(rng.chance(50)),
-        2 => random_number(rng, allow_unsafe && rng.chance(10)),
+        2 => {
+            let unsafe_ok = allow_unsafe && rng.chance(10);
+            random_number(rng, unsafe_ok)
+        }
         3 => Value::String(random_string(rng)),
         4 => Value::Array((0..rng.index(5)).map(|_| random_json(rng, depth - 1, allow_unsafe)).collect()),
         _ => {
@@ -539,7 +542,7 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
                 Item::Text { data, .. } => data,
                 _ => b"text".to_vec(),
             };
-            let bad: &[u8] = rng.pick(&[
+            let bad: &[u8] = *rng.pick(&[
                 &[0xff][..],
                 &[0xc0, 0xaf],
                 &[0xe0, 0x80, 0xaf],
@@ -606,7 +609,10 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
             6 => Item::F64(*rng.pick(&[f64::NAN.to_bits(), f64::INFINITY.to_bits(), f64::NEG_INFINITY.to_bits(), 1e300f64.to_bits(), 9007199254740992f64.to_bits(), (-0.0f64).to_bits(), 0x7ff8_0000_0000_0001])),
             _ => Item::F64(9007199254740991f64.to_bits()),
         },
-        12 => nested(rng, *rng.pick(&[62usize, 63, 64, 65, 66, 70, 200])),
+        12 => {
+            let depth = *rng.pick(&[62usize, 63, 64, 65, 66, 70, 200]);
+            nested(rng, depth)
+        }
         13 => Item::Raw(Vec::new()),
         14 => match original {
             Item::Array { mut items, width } => {
@@ -705,7 +711,8 @@ pub fn decode_case(rng: &mut Rng) -> Value {
         if rng.chance(30) {
             shuffle_keys(rng, &mut message, 2);
         }
-        let mut item = to_item(rng, &message, rng.chance(50));
+        let noise = rng.chance(50);
+        let mut item = to_item(rng, &message, noise);
         if rng.chance(25) {
             damage(rng, &mut item);
         }
