@@ -19,11 +19,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 
-mod baseline;
-mod ops;
-mod workloads;
+mod common;
 
-use workloads::Workload;
+use common::ops;
+use common::workloads::{self, Workload};
 
 fn group<'a>(c: &'a mut Criterion, op: &str, w: &Workload) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
     let mut g = c.benchmark_group(format!("{op}/{}", w.name));

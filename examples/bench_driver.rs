@@ -21,14 +21,11 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-#[path = "../benches/baseline.rs"]
-mod baseline;
-#[path = "../benches/ops.rs"]
-mod ops;
-#[path = "../benches/workloads.rs"]
-mod workloads;
+#[path = "../benches/common/mod.rs"]
+mod common;
 
-use workloads::{Side, Workload};
+use common::ops;
+use common::workloads::{self, Side, Workload};
 
 const OPS: &[&str] =
     &["decode", "decode-shared", "decode-serde", "encode", "encode-serde", "relay", "relay-serde", "to-value"];

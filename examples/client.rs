@@ -1,3 +1,222 @@
-//! Placeholder: the client example is being written.
+//! A Pi protocol version 8 client over TCP, built on the sans-IO [`ClientConnection`] and tokio.
+//!
+//! ```text
+//! cargo run --example server --features tokio -- --listen 127.0.0.1:7878   # in one terminal
+//! cargo run --example client --features tokio -- --connect 127.0.0.1:7878  # in another
+//! ```
+//!
+//! Flags: `--connect ADDR` (default `127.0.0.1:7878`), `--version N` (the protocol version to
+//! offer; anything but 8 shows the server's `hello_error`).
+//!
+//! It connects, handshakes, and then runs a short session against the services of the
+//! `server` example: `catalogue`; `subscribe` (and the `service_update`s that follow); `attach`
+//! to Session `s-1`, after which session calls follow the route published by the server's
+//! `attachment` message; a session `echo`; a session `wait` that it cancels; `detach` (the
+//! route is cleared, so a session call is refused locally); `unsubscribe`. It prints everything
+//! it receives, one JSON object a line (`ready`, `response`, `update`, `attachment`,
+//! `rejected`, `closed`), plus `local` lines for what it decided itself, and exits 0 when the
+//! session went as expected (1 otherwise).
 
-fn main() {}
+use std::process::ExitCode;
+
+use pi_protocol::connection::{CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason};
+use pi_protocol::{Payload, RequestId};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const USAGE: &str = "usage: client [--connect ADDR] [--version N]";
+
+fn parse_args() -> Result<(String, u32), String> {
+    let (mut connect, mut version) = ("127.0.0.1:7878".to_owned(), pi_protocol::PROTOCOL_VERSION);
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--connect" => connect = value()?,
+            "--version" => version = value()?.parse().map_err(|_| "--version needs a number".to_owned())?,
+            "--help" | "-h" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok((connect, version))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let (addr, version) = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let stream = match TcpStream::connect(&addr).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            eprintln!("client: cannot connect to {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = ClientOptions { version, ..ClientOptions::default() };
+    let mut session = Session { connection: ClientConnection::new(options), stream, buf: vec![0; 64 * 1024] };
+    let outcome = session.run().await;
+    session.connection.close();
+    while let Some(event) = session.connection.poll_event() {
+        print_event(&event);
+    }
+    let _ = session.stream.shutdown().await;
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("client: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn call(service: &str, member: &str, args: Value) -> Payload {
+    Payload::from_value(&json!({"serviceId": service, "member": member, "args": args})).unwrap()
+}
+
+/// Prints one received event as a JSON line.
+fn print_event(event: &ClientEvent) {
+    let line = match event {
+        ClientEvent::Ready { server_id } => json!({"event": "ready", "serverId": server_id}),
+        ClientEvent::Response { id, result: Ok(None) } => json!({"event": "response", "id": id, "ok": true}),
+        ClientEvent::Response { id, result: Ok(Some(result)) } => {
+            json!({"event": "response", "id": id, "ok": true, "result": result.to_value()})
+        }
+        ClientEvent::Response { id, result: Err(error) } => {
+            json!({"event": "response", "id": id, "ok": false, "error": error})
+        }
+        ClientEvent::Update { subscription_id, update } => {
+            json!({"event": "update", "subscriptionId": subscription_id, "update": update.to_value()})
+        }
+        ClientEvent::Attachment { route } => json!({"event": "attachment", "route": route}),
+        ClientEvent::Closed { reason: CloseReason::Rejected(error), .. } => {
+            json!({"event": "rejected", "error": error})
+        }
+        ClientEvent::Closed { reason, unsettled } => {
+            json!({"event": "closed", "reason": reason.to_string(), "unsettled": unsettled})
+        }
+    };
+    println!("{line}");
+}
+
+struct Session {
+    connection: ClientConnection,
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Session {
+    /// Writes what the connection queued, then waits for its next event (reading as needed).
+    /// `None` once the connection closed and every event was handed out.
+    async fn next_event(&mut self) -> Option<ClientEvent> {
+        loop {
+            if let Some(bytes) = self.connection.poll_transmit() {
+                if self.stream.write_all(&bytes).await.is_err() {
+                    self.connection.close();
+                }
+            }
+            if let Some(event) = self.connection.poll_event() {
+                print_event(&event);
+                return Some(event);
+            }
+            if self.connection.is_closed() {
+                return None;
+            }
+            match self.stream.read(&mut self.buf).await {
+                Ok(0) | Err(_) => self.connection.close(),
+                Ok(n) => self.connection.receive(&self.buf[..n]),
+            }
+        }
+    }
+
+    /// Waits for the response to `id`, printing whatever else arrives meanwhile.
+    async fn response(&mut self, id: &RequestId) -> Result<Result<Option<Payload>, String>, String> {
+        loop {
+            match self.next_event().await {
+                Some(ClientEvent::Response { id: got, result }) if &got == id => {
+                    return Ok(result.map_err(|e| e.code.as_str().to_owned()));
+                }
+                Some(ClientEvent::Closed { reason, .. }) => return Err(format!("connection closed: {reason}")),
+                Some(_) => {}
+                None => return Err("connection closed".to_owned()),
+            }
+        }
+    }
+
+    async fn request(
+        &mut self,
+        target: CallTarget,
+        payload: Payload,
+    ) -> Result<Result<Option<Payload>, String>, String> {
+        let id = self.connection.request(target, payload).map_err(|e| format!("request refused: {e}"))?;
+        self.response(&id).await
+    }
+
+    async fn run(&mut self) -> Result<(), String> {
+        // Handshake.
+        match self.next_event().await {
+            Some(ClientEvent::Ready { .. }) => {}
+            Some(ClientEvent::Closed { reason: CloseReason::Rejected(error), .. }) => {
+                println!("{}", json!({"local": "handshake rejected", "code": error.code}));
+                return Ok(());
+            }
+            other => return Err(format!("handshake failed: {other:?}")),
+        }
+        // A server call.
+        expect_ok(
+            self.request(CallTarget::Server, call("$chord.service", "catalogue", json!([]))).await?,
+            "catalogue",
+        )?;
+        // A subscription: its snapshot, then three updates.
+        let subscribe = call("$chord.service", "subscribe", json!(["sub-sessions", "sessions", "singleton"]));
+        expect_ok(self.request(CallTarget::Server, subscribe).await?, "subscribe")?;
+        let mut updates = 0;
+        while updates < 3 {
+            match self.next_event().await {
+                Some(ClientEvent::Update { .. }) => updates += 1,
+                Some(ClientEvent::Closed { reason, .. }) => return Err(format!("closed: {reason}")),
+                None => return Err("closed while waiting for updates".to_owned()),
+                Some(_) => {}
+            }
+        }
+        // Attach: the route arrives out of band, before the answer.
+        expect_ok(self.request(CallTarget::Server, call("sessions", "attach", json!(["s-1"]))).await?, "attach")?;
+        let route = self.connection.route().cloned().ok_or("attach answered but no route was published")?;
+        println!("{}", json!({"local": "following route", "route": route}));
+        // Session calls follow that route.
+        expect_ok(self.request(CallTarget::Session, call("session", "echo", json!(["hello"]))).await?, "echo")?;
+        let wait = self
+            .connection
+            .request(CallTarget::Session, call("session", "wait", json!([30_000])))
+            .map_err(|e| format!("wait refused: {e}"))?;
+        if !self.connection.cancel(&wait) {
+            return Err("cancel was not queued".to_owned());
+        }
+        println!("{}", json!({"local": "cancel sent", "id": wait}));
+        match self.response(&wait).await? {
+            Err(code) if code == "cancelled" => {}
+            other => return Err(format!("the cancelled wait answered {other:?}")),
+        }
+        // Detach clears the route: a session call is now refused before anything is sent.
+        match self.request(CallTarget::Server, call("sessions", "detach", json!(["s-1"]))).await? {
+            Ok(None) => {}
+            other => return Err(format!("detach answered {other:?}")),
+        }
+        match self.connection.request(CallTarget::Session, call("session", "echo", json!([]))) {
+            Err(e) => println!("{}", json!({"local": "session call refused", "why": e.to_string()})),
+            Ok(id) => return Err(format!("a session call without a route was sent as {}", id.as_str())),
+        }
+        let unsubscribe = call("$chord.service", "unsubscribe", json!(["sub-sessions"]));
+        expect_ok(self.request(CallTarget::Server, unsubscribe).await?, "unsubscribe")?;
+        Ok(())
+    }
+}
+
+fn expect_ok(result: Result<Option<Payload>, String>, what: &str) -> Result<(), String> {
+    result.map(|_| ()).map_err(|code| format!("{what} failed with {code}"))
+}

@@ -97,6 +97,9 @@ fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(
     value: &Value,
     options: &CodecOptions,
 ) -> Result<Vec<u8>, ProtocolError> {
+    // Bounded-depth validation first: `clone` and the key reordering recurse without a limit,
+    // so a value nested 100,000 deep would overflow the stack (tests/resource_bounds.rs).
+    Payload::from_value(value)?;
     let mut ordered = value.clone();
     to_javascript_key_order(&mut ordered);
     let cbor = Payload::from_value(&ordered)?;

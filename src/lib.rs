@@ -43,6 +43,14 @@
 //! On top of the codec, [`connection`] holds the protocol's connection rules (handshake,
 //! request correlation, cancellation, attachment routes, server fencing) as sans-IO state
 //! machines, [`ClientConnection`] and [`ServerConnection`], that any transport can drive.
+//!
+//! Transports and interop: [`io`] reads and writes messages over blocking `std::io` streams
+//! and, with the `tokio` feature, offers `tokio_util` codecs (`io::ServerCodec`,
+//! `io::ClientCodec`; see `docs/ASYNC.md`). Every envelope type, its parts and the id newtypes
+//! implement serde's `Serialize` and `Deserialize` in the exact wire JSON shape (`type` tags,
+//! camelCase keys, `ok` picking the response shape), validating on the way in like
+//! [`parse_client_message`]. The `uuid` feature converts [`ServerId`] to and from `uuid::Uuid`
+//! (`From<ServerId>`, and `TryFrom<Uuid>` checking version 4 and the RFC 4122 variant).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -57,6 +65,7 @@ mod generated {
 pub mod connection;
 pub mod io;
 mod json;
+mod serde_impls;
 mod shared;
 
 pub use connection::{

@@ -38,7 +38,13 @@ fn every_regression_case_agrees() {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} of {} regression cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} regression cases fail:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 /// The checks are not vacuous: a verdict turned around, or a byte changed, is a disagreement.

@@ -112,7 +112,10 @@ fn nest(opener: &[u8], depth: usize) -> Vec<u8> {
 const DEPTH: usize = 100_000;
 
 /// (name, opener bytes, the rule the first failure must be)
-fn openers() -> Vec<(&'static str, Vec<u8>, fn(Rule) -> bool)> {
+/// A nest to try: its name, the opener bytes, and which rule its first failure must be.
+type Opener = (&'static str, Vec<u8>, fn(Rule) -> bool);
+
+fn openers() -> Vec<Opener> {
     vec![
         ("arrays", vec![0x81], |r| matches!(r, Rule::DepthLimit { .. })),
         ("maps", vec![0xa1, 0x61, b'k'], |r| matches!(r, Rule::DepthLimit { .. })),
@@ -126,30 +129,26 @@ fn openers() -> Vec<(&'static str, Vec<u8>, fn(Rule) -> bool)> {
     ]
 }
 
-#[test]
-fn nesting_100000_deep_fails_with_an_error_not_a_stack_overflow() {
-    let _guard = serial();
+/// Decodes every 100,000-deep nest with `limits` through `decode_cbor` and both message
+/// decoders (as the whole payload, as a request's `call`, as a response's `result`).
+fn check_deep_nesting(limits: CborLimits) {
+    let options = CodecOptions::new().cbor_limits(limits);
     for (name, opener, expected) in openers() {
         let item = nest(&opener, DEPTH);
-        for limits in [CborLimits::default(), CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap()] {
-            let error = decode_cbor(&item, limits).expect_err(name);
-            assert!(expected(error.rule()), "{name}: decode_cbor failed with {error:?}");
-        }
-        for options in [CodecOptions::new(), deepest_options()] {
-            // The whole frame payload, a request's call, a response's result.
-            let error = decode_client(&frame(&item), &options).expect_err(name);
-            assert!(error.kind() == ErrorKind::Cbor || error.kind() == ErrorKind::Schema, "{name}: {error:?}");
-            let error = decode_client(&frame(&request_with_call(&item)), &options).expect_err(name);
-            assert!(expected(error.rule()), "{name} as call: {error:?}");
-            let error = decode_server(&frame(&response_with_result(&item)), &options).expect_err(name);
-            assert!(expected(error.rule()), "{name} as result: {error:?}");
-        }
+        let error = decode_cbor(&item, limits).expect_err(name);
+        assert!(expected(error.rule()), "{name}: decode_cbor failed with {error:?}");
+        let error = decode_client(&frame(&item), &options).expect_err(name);
+        assert!(error.kind() == ErrorKind::Cbor || error.kind() == ErrorKind::Schema, "{name}: {error:?}");
+        let error = decode_client(&frame(&request_with_call(&item)), &options).expect_err(name);
+        assert!(expected(error.rule()), "{name} as call: {error:?}");
+        let error = decode_server(&frame(&response_with_result(&item)), &options).expect_err(name);
+        assert!(expected(error.rule()), "{name} as result: {error:?}");
     }
 }
 
-#[test]
-fn nesting_at_the_configured_limit_is_accepted_and_one_deeper_is_not() {
-    let _guard = serial();
+/// maxDepth 512: nesting at the limit is accepted, one level deeper is not, and the error of
+/// a failure 500 levels down still has a bounded message.
+fn check_nesting_at_the_limit() {
     let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), u64::from(MAX_CONFIGURABLE_DEPTH)).unwrap();
     assert!(decode_cbor(&nest(&[0x81], 512), limits).is_ok());
     assert!(matches!(decode_cbor(&nest(&[0x81], 513), limits).unwrap_err().rule(), Rule::DepthLimit { limit: 512 }));
@@ -158,15 +157,69 @@ fn nesting_at_the_configured_limit_is_accepted_and_one_deeper_is_not() {
     assert_eq!(decode_client(&frame(&request_with_call(&nest(&[0x81], 511))), &options).unwrap().len(), 1);
     let error = decode_client(&frame(&request_with_call(&nest(&[0x81], 512))), &options).unwrap_err();
     assert!(matches!(error.rule(), Rule::DepthLimit { limit: 512 }), "{error:?}");
-    // And the bounded error message of an error 500 levels down.
-    assert!(error.to_string().chars().count() <= pi_protocol::runtime::MAX_ERROR_MESSAGE_LENGTH);
+    let mut deep_bytes = nest(&[0x81], 500);
+    *deep_bytes.last_mut().unwrap() = 0x40; // a byte string, refused inside a message
+    let error = decode_client(&frame(&request_with_call(&deep_bytes)), &options).unwrap_err();
+    assert!(error.to_string().chars().count() <= pi_protocol::runtime::MAX_ERROR_MESSAGE_LENGTH, "{error}");
+}
+
+#[test]
+fn nesting_100000_deep_fails_with_an_error_not_a_stack_overflow() {
+    let _guard = serial();
+    check_deep_nesting(CborLimits::default());
+}
+
+/// The same with `maxDepth` 512, the deepest configurable (and nesting right at that limit), on
+/// a thread with the default stack
+/// of a spawned thread (2 MiB). A stack overflow aborts the process, so the check runs in a
+/// child process (this test binary again, running `deep_nesting_child` alone) and this test
+/// looks at how it ended.
+#[test]
+fn nesting_at_max_depth_512_fits_a_2_mib_stack() {
+    let _guard = serial();
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "deep_nesting_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("PI_DEEP_NESTING_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "decoding with maxDepth 512 on a 2 MiB stack ended with {}: {}",
+        output.status,
+        stderr.lines().filter(|l| l.contains("overflow") || l.contains("panicked")).collect::<Vec<_>>().join("; ")
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by nesting_at_max_depth_512_fits_a_2_mib_stack"]
+fn deep_nesting_child() {
+    if std::env::var_os("PI_DEEP_NESTING_CHILD").is_none() {
+        return;
+    }
+    let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), u64::from(MAX_CONFIGURABLE_DEPTH)).unwrap();
+    std::thread::Builder::new()
+        .stack_size(2 * MIB)
+        .spawn(move || {
+            check_nesting_at_the_limit();
+            check_deep_nesting(limits);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 /// A serde_json value nested `depth` deep, built without recursion.
 fn deep_json(depth: usize) -> Value {
     let mut v = Value::Null;
     for i in 0..depth {
-        v = if i % 2 == 0 { Value::Array(vec![v]) } else { json!({ "k": v }) };
+        v = if i % 2 == 0 {
+            Value::Array(vec![v])
+        } else {
+            let mut map = serde_json::Map::new();
+            map.insert("k".to_owned(), v);
+            Value::Object(map)
+        };
     }
     v
 }
@@ -175,7 +228,7 @@ fn deep_json(depth: usize) -> Value {
 fn deep_json_fails_on_the_json_path_without_a_stack_overflow() {
     let _guard = serial();
     // serde_json itself recurses when it drops a deep value, so the value lives on a thread
-    // with a large stack; our code runs on a thread with a small one (256 KiB).
+    // with a large stack; our code runs on threads with the default stack of spawned threads (2 MiB).
     std::thread::Builder::new()
         .stack_size(512 * MIB)
         .spawn(|| {
@@ -183,18 +236,18 @@ fn deep_json_fails_on_the_json_path_without_a_stack_overflow() {
             let message = json!({"type": "request", "id": "r", "target": {"serverId": SERVER_ID}, "call": Value::Null});
             let mut message = message;
             message["call"] = call;
-            std::thread::scope(|scope| {
-                std::thread::Builder::new()
-                    .stack_size(256 * KIB)
-                    .spawn_scoped(scope, || {
-                        assert!(Payload::from_value(&message["call"]).is_err());
-                        assert!(parse_client_message(&message).is_err());
-                        assert!(encode_client_json(&message, &CodecOptions::new()).is_err());
-                    })
-                    .unwrap()
-                    .join()
-                    .expect("no stack overflow");
-            });
+            let calls: [(&str, &(dyn Fn() -> bool + Sync)); 3] = [
+                ("Payload::from_value", &|| Payload::from_value(&message["call"]).is_err()),
+                ("parse_client_message", &|| parse_client_message(&message).is_err()),
+                ("encode_client_json", &|| encode_client_json(&message, &CodecOptions::new()).is_err()),
+            ];
+            for (name, call) in calls {
+                eprintln!("{name} on a 2 MiB stack");
+                let failed = std::thread::scope(|scope| {
+                    std::thread::Builder::new().stack_size(2 * MIB).spawn_scoped(scope, call).unwrap().join().unwrap()
+                });
+                assert!(failed, "{name} accepted {DEPTH} levels");
+            }
         })
         .unwrap()
         .join()
@@ -270,7 +323,7 @@ fn a_large_frame_header_reserves_nothing_beyond_what_arrived() {
 fn amplification_frame() -> Vec<u8> {
     let mut call = vec![0x90];
     for _ in 0..16 {
-        call.extend_from_slice(&[0x1a, 0x00, 0x0f, 0x42, 0x40]);
+        call.extend_from_slice(&[0x9a, 0x00, 0x0f, 0x42, 0x40]);
         call.resize(call.len() + 1_000_000, 0xf6);
     }
     let payload = request_with_call(&call);
@@ -321,19 +374,43 @@ fn marked_payloads() -> Vec<(String, &'static str, Vec<u8>)> {
         ("long unknown key", "client", json!({"type": "hello", "version": 8, long.as_str(): 1})),
         ("unknown type", "client", json!({"type": m, "version": 8})),
         ("version as text", "client", json!({"type": "hello", "version": m})),
-        ("bad serverId", "client", json!({"type": "cancel", "id": "r", "target": {"serverId": format!("{m}-e2bb-4255-8caf-4136c566a962")}})),
+        (
+            "bad serverId",
+            "client",
+            json!({"type": "cancel", "id": "r", "target": {"serverId": format!("{m}-e2bb-4255-8caf-4136c566a962")}}),
+        ),
         ("unknown target key", "client", json!({"type": "cancel", "id": m, "target": {"serverId": SERVER_ID, m: m}})),
-        ("session target missing a key", "client", json!({"type": "cancel", "id": m, "target": {"serverId": SERVER_ID, "sessionId": m}})),
+        (
+            "session target missing a key",
+            "client",
+            json!({"type": "cancel", "id": m, "target": {"serverId": SERVER_ID, "sessionId": m}}),
+        ),
         ("id as array", "client", json!({"type": "cancel", "id": [m], "target": {"serverId": SERVER_ID}})),
-        ("unknown key next to a payload", "client", json!({"type": "request", "id": "r", "target": {"serverId": SERVER_ID}, "call": {m: [m, {m: m}]}, "x": m})),
+        (
+            "unknown key next to a payload",
+            "client",
+            json!({"type": "request", "id": "r", "target": {"serverId": SERVER_ID}, "call": {m: [m, {m: m}]}, "x": m}),
+        ),
         ("server message to a client decoder", "client", json!({"type": "hello", "version": 8, "serverId": m})),
         ("ok as text", "server", json!({"type": "response", "id": m, "ok": m})),
         ("error with an extra key", "server", json!({"type": "hello_error", "error": {"code": m, "message": m, m: m}})),
-        ("empty code", "server", json!({"type": "response", "id": m, "ok": false, "error": {"code": "", "message": m}})),
-        ("result and error", "server", json!({"type": "response", "id": m, "ok": true, "result": m, "error": {"code": m, "message": m}})),
+        (
+            "empty code",
+            "server",
+            json!({"type": "response", "id": m, "ok": false, "error": {"code": "", "message": m}}),
+        ),
+        (
+            "result and error",
+            "server",
+            json!({"type": "response", "id": m, "ok": true, "result": m, "error": {"code": m, "message": m}}),
+        ),
         ("server target as attachment", "server", json!({"type": "attachment", "attachment": {"serverId": m}})),
         ("hello version 7", "server", json!({"type": "hello", "version": 7, "serverId": m})),
-        ("unknown update key", "server", json!({"type": "service_update", "subscriptionId": m, "update": {m: m}, m: null})),
+        (
+            "unknown update key",
+            "server",
+            json!({"type": "service_update", "subscriptionId": m, "update": {m: m}, m: null}),
+        ),
     ];
     let mut out: Vec<(String, &'static str, Vec<u8>)> = json_cases
         .into_iter()
@@ -351,13 +428,19 @@ fn marked_payloads() -> Vec<(String, &'static str, Vec<u8>)> {
         ("a surrogate after the marker", marker_text(&[0xed, 0xa0, 0x80])),
         ("an overlong form after the marker", marker_text(&[0xc0, 0xaf])),
         ("a byte string holding the marker", [&[0x58, m.len() as u8][..], m.as_bytes()].concat()),
-        ("a duplicate key holding the marker", [&[0xa2][..], &marker_text(&[]), &[0x01], &marker_text(&[]), &[0x02]].concat()),
+        (
+            "a duplicate key holding the marker",
+            [&[0xa2][..], &marker_text(&[]), &[0x01], &marker_text(&[]), &[0x02]].concat(),
+        ),
         ("a tag before the marker", [&[0xc1][..], &marker_text(&[])].concat()),
         ("a float16 after the marker", [&[0x82][..], &marker_text(&[]), &[0xf9, 0x3c, 0x00]].concat()),
         ("a map key that is not text", [&[0xa1, 0x01][..], &marker_text(&[])].concat()),
         ("a truncated marker", [&[0x78, 200][..], m.as_bytes()].concat()),
         ("trailing data after the marker", [&marker_text(&[])[..], &[0xf6]].concat()),
-        ("an unsafe integer next to the marker", [&[0x82][..], &marker_text(&[]), &[0x1b, 0x00, 0x20, 0, 0, 0, 0, 0, 0]].concat()),
+        (
+            "an unsafe integer next to the marker",
+            [&[0x82][..], &marker_text(&[]), &[0x1b, 0x00, 0x20, 0, 0, 0, 0, 0, 0]].concat(),
+        ),
     ];
     for (name, item) in damaged {
         out.push((format!("call: {name}"), "client", request_with_call(&item)));
@@ -426,4 +509,26 @@ fn errors_are_bounded_and_never_quote_rejected_input() {
         let e = Payload::from_json_str(&text).expect_err(&text);
         check_error(&text, &e);
     }
+}
+
+/// An error 500 levels down a payload keeps a short path and a bounded message. (Run on a thread with a large stack: this test is about the message, the stack
+/// is `nesting_at_max_depth_512_fits_a_2_mib_stack`'s business.)
+#[test]
+fn the_message_of_an_error_deep_in_a_payload_is_bounded() {
+    let _guard = serial();
+    std::thread::Builder::new()
+        .stack_size(64 * MIB)
+        .spawn(|| {
+            let mut item = nest(&[0x81], 500);
+            *item.last_mut().unwrap() = 0x40; // a byte string, refused inside a message
+            let error = decode_client(&frame(&request_with_call(&item)), &deepest_options()).unwrap_err();
+            assert_eq!(error.rule(), Rule::ByteString);
+            // The path names the schema field only, not the 500 levels inside the payload.
+            assert_eq!(error.path_string(), "call");
+            let text = error.to_string();
+            assert!(text.chars().count() <= pi_protocol::runtime::MAX_ERROR_MESSAGE_LENGTH, "{text}");
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }

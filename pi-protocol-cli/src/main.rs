@@ -4,6 +4,12 @@
 //! into frames. Both exit 1 on the first invalid input (after writing everything before it) and 2
 //! on bad arguments.
 
+mod diag;
+mod frames;
+mod inspect;
+mod messages;
+mod stats;
+
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -36,6 +42,21 @@ enum Command {
     /// reference TypeScript encoder produces for the same JSON. A line that is not a valid
     /// message stops the run with its line number and field path on stderr; exit status 1.
     Encode(EncodeArgs),
+    /// Print every frame of a stream: its index, byte offset, payload length and message type,
+    /// then the payload in CBOR diagnostic notation (RFC 8949 section 8).
+    ///
+    /// A bad frame is labelled INVALID, followed by the error, the offending item marked with
+    /// `>>>` and `<<<` in the diagnostic text, and a hex dump of the offending bytes marked with
+    /// `^^`.
+    /// Frames after a bad one are still shown while their headers can be followed. Exit status 1
+    /// when any frame is bad, truncated or longer than --max-frame-length.
+    Inspect(inspect::InspectArgs),
+    /// Summarise a stream: frame count and bytes, frame payload lengths (min, max, mean,
+    /// total), messages by type, and the largest opaque payload (call, result or update).
+    ///
+    /// On a bad frame the summary covers the frames before it, the error goes to stderr, and
+    /// the exit status is 1.
+    Stats(stats::StatsArgs),
 }
 
 /// Which peer wrote the stream: `client` streams hold client messages, `server` streams server
@@ -81,6 +102,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Decode(args) => decode(args),
         Command::Encode(args) => encode(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Stats(args) => stats::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -231,3 +231,121 @@ pub fn write_server_message_with<W: Write + ?Sized>(
     writer.write_all(&frame)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::{Attachment, ClientMessageDecoder, ServerMessageDecoder};
+
+    fn capture(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{}/tests/captures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    /// Hands out one byte per read, and fails any read past `limit` bytes.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        pos: usize,
+        limit: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            assert!(self.pos < self.limit, "read past byte {}", self.limit);
+            if self.pos >= self.data.len() || buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = self.data[self.pos];
+            self.pos += 1;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn reads_the_captured_session_byte_by_byte() {
+        let bytes = capture("session-server.bin");
+        let expected: Vec<ServerMessage> =
+            ServerMessageDecoder::new().push(&bytes).into_iter().map(Result::unwrap).collect();
+        let reader = ServerMessageReader::new(Trickle { data: &bytes, pos: 0, limit: usize::MAX });
+        let got: Vec<ServerMessage> = reader.map(Result::unwrap).collect();
+        assert_eq!(got.len(), 24);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn truncated_capture_reports_the_offset_of_the_cut_frame() {
+        let bytes = capture("damaged-truncated-server.bin");
+        let mut decoder = ServerMessageDecoder::new();
+        let complete = decoder.push(&bytes).len();
+        let expected = decoder.end().unwrap_err();
+        let mut reader = ServerMessageReader::new(&bytes[..]);
+        for _ in 0..complete {
+            assert!(reader.read_message().unwrap().is_some());
+        }
+        let error = reader.read_message().unwrap_err();
+        assert_eq!(error.protocol(), Some(&expected));
+        assert_eq!(error.protocol().unwrap().rule(), Rule::TruncatedFrame);
+        let again = reader.read_message().unwrap_err();
+        assert_eq!(again.protocol().unwrap().rule(), Rule::DecoderFailed);
+        assert!(reader.next().is_none());
+    }
+
+    #[test]
+    fn bad_frame_matches_the_sans_io_decoder() {
+        let bytes = capture("damaged-badframe-client.bin");
+        let expected = ClientMessageDecoder::new().push(&bytes).pop().unwrap().unwrap_err();
+        let results: Vec<_> = ClientMessageReader::new(&bytes[..]).collect();
+        assert_eq!(results.len(), 3, "two messages, then the error, then nothing");
+        assert_eq!(results[2].as_ref().unwrap_err().protocol(), Some(&expected));
+    }
+
+    #[test]
+    fn oversized_header_is_refused_before_its_payload_is_read() {
+        let mut data = vec![0, 0, 0x01, 0x00]; // announces 256 bytes
+        data.extend(std::iter::repeat(0xf6).take(256));
+        let options = CodecOptions::new().max_frame_length(255).unwrap();
+        let mut reader = ClientMessageReader::with_options(Trickle { data: &data, pos: 0, limit: 4 }, &options);
+        let error = reader.read_message().unwrap_err();
+        assert_eq!(error.protocol().unwrap().rule(), Rule::FrameTooLong { length: 256, limit: 255 });
+        assert_eq!(error.protocol().unwrap().offset(), Some(0));
+    }
+
+    #[test]
+    fn end_inside_a_header_is_truncated_and_empty_stream_is_clean() {
+        let mut reader = ClientMessageReader::new(&[0u8, 0][..]);
+        assert_eq!(reader.read_message().unwrap_err().protocol().unwrap().rule(), Rule::TruncatedFrame);
+        assert!(ClientMessageReader::new(&[][..]).read_message().unwrap().is_none());
+    }
+
+    #[test]
+    fn io_errors_pass_through() {
+        struct Broken;
+        impl Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset"))
+            }
+        }
+        let error = ServerMessageReader::new(Broken).read_message().unwrap_err();
+        assert_eq!(error.io().map(io::Error::kind), Some(io::ErrorKind::ConnectionReset));
+    }
+
+    #[test]
+    fn writers_validate_and_round_trip() {
+        let message = ServerMessage::Attachment(Attachment { attachment: None });
+        let mut wire = Vec::new();
+        write_server_message(&mut wire, &message).unwrap();
+        assert_eq!(wire, crate::encode_server_message(&message).unwrap());
+        let small = CodecOptions::new().max_frame_length(10).unwrap();
+        let mut refused = Vec::new();
+        assert!(write_server_message_with(&mut refused, &message, &small).is_err());
+        assert!(refused.is_empty());
+        let bad = ClientMessage::Hello(crate::ClientHello { version: crate::Integer::new(-3).unwrap() });
+        let error = write_client_message(&mut refused, &bad).unwrap_err();
+        assert_eq!(error.protocol().unwrap().kind(), ErrorKind::Schema);
+        assert!(refused.is_empty());
+        let mut reader = ServerMessageReader::new(&wire[..]);
+        assert_eq!(reader.read_message().unwrap(), Some(message));
+        assert_eq!(reader.offset(), wire.len() as u64);
+    }
+}

@@ -28,6 +28,11 @@ pub use blocking::{
 
 use crate::ProtocolError;
 
+/// Compiles the code of `docs/ASYNC.md` as a doctest.
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../../docs/ASYNC.md")]
+pub struct AsyncUsageDoc;
+
 /// What reading or writing messages over a transport can fail with: a protocol error (bad
 /// framing, bad CBOR, a schema violation, an unencodable message, a decoder used after it failed)
 /// or an I/O error of the transport.

@@ -204,7 +204,7 @@ mod tests {
         let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captures/session-server.bin")).unwrap();
         let expected: Vec<ServerMessage> =
             ServerMessageDecoder::new().push(&bytes).into_iter().map(Result::unwrap).collect();
-        assert_eq!(expected.len(), 21);
+        assert_eq!(expected.len(), 24);
         let framed = FramedRead::new(&bytes[..], ClientCodec::new());
         let got: Vec<ServerMessage> = framed.map(Result::unwrap).collect().await;
         assert_eq!(got, expected);
@@ -231,9 +231,9 @@ mod tests {
 
     #[tokio::test]
     async fn oversized_header_fails_before_the_payload_arrives() {
-        let (mut tx, rx) = tokio::io::duplex(64);
-        let mut framed =
-            FramedRead::new(rx, ServerCodec::with_options(&CodecOptions::new().max_frame_length(100).unwrap()));
+        let (mut tx, rx) = tokio::io::duplex(4096);
+        let options = CodecOptions::new().max_frame_length(1000).unwrap();
+        let mut framed = FramedRead::new(rx, ServerCodec::with_options(&options));
         let good = encode_client_message(&request("a")).unwrap();
         tx.write_all(&good).await.unwrap();
         tx.write_all(&[0, 0, 3, 0xe9]).await.unwrap(); // 1001: header only; the writer stays open
@@ -302,11 +302,12 @@ mod tests {
 
     #[tokio::test]
     async fn encoder_honours_the_frame_limit() {
-        let mut sink =
-            FramedWrite::new(Vec::new(), ServerCodec::with_options(&CodecOptions::new().max_frame_length(10).unwrap()));
+        // The frame limit alone (maxFrameLength also lowers maxByteLength; restore that).
+        let options = CodecOptions::new().max_frame_length(10).unwrap().cbor_limits(CborLimits::default());
+        let mut sink = FramedWrite::new(Vec::new(), ServerCodec::with_options(&options));
         let message = ServerMessage::Attachment(Attachment { attachment: None });
         let error = sink.send(message).await.unwrap_err();
-        assert!(matches!(protocol(&error).rule(), Rule::EncodedFrameTooLong { limit: 10, .. }));
+        assert!(matches!(protocol(&error).rule(), Rule::EncodedFrameTooLong { length: 29, limit: 10 }));
         assert!(sink.get_ref().is_empty());
     }
 }

@@ -22,7 +22,6 @@ mod gen;
 #[cfg(feature = "conformance")]
 mod oracle;
 
-
 /// Runs the task with the arguments after `conformance`.
 #[cfg(not(feature = "conformance"))]
 pub fn run(args: &[&str]) -> Result<(), String> {
@@ -82,7 +81,11 @@ mod imp {
                     settings.seed = value("--seed")?;
                     seeded = true;
                 }
-                other => return Err(format!("unknown argument {other}\nusage: cargo xtask conformance [--cases N] [--seed S]")),
+                other => {
+                    return Err(format!(
+                        "unknown argument {other}\nusage: cargo xtask conformance [--cases N] [--seed S]"
+                    ))
+                }
             }
         }
         if !seeded {
@@ -123,9 +126,13 @@ mod imp {
     pub fn run(args: &[&str]) -> Result<(), String> {
         let settings = parse(args)?;
         let root = root();
-        let oracle_dir = std::env::var_os("PI_ORACLE_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target/oracle"));
+        let oracle_dir =
+            std::env::var_os("PI_ORACLE_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target/oracle"));
         let script = oracle::install(&root.join("xtask/oracle"), &oracle_dir)?;
-        println!("conformance: {} cases, seed {:#x} (reproduce: cargo xtask conformance --cases {} --seed {:#x})", settings.cases, settings.seed, settings.cases, settings.seed);
+        println!(
+            "conformance: {} cases, seed {:#x} (reproduce: cargo xtask conformance --cases {} --seed {:#x})",
+            settings.cases, settings.seed, settings.cases, settings.seed
+        );
         let started = Instant::now();
         let mut per_op: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
         let mut disagreements = Vec::new();
@@ -138,8 +145,9 @@ mod imp {
                 let index = start + offset as u64;
                 let id = format!("regression-{:x}-{index}", settings.seed);
                 let op = request["op"].as_str().unwrap_or("?").to_owned();
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(&id, request, verdict)))
-                    .unwrap_or_else(|_| Err(format!("{id}: PANIC in this crate")));
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(&id, request, verdict)))
+                        .unwrap_or_else(|_| Err(format!("{id}: PANIC in this crate")));
                 let entry = per_op.entry(op).or_default();
                 entry.0 += 1;
                 entry.2 += u64::from(verdict["ok"] == true);
@@ -155,7 +163,10 @@ mod imp {
         }
         let agreed: u64 = per_op.values().map(|(_, a, _)| a).sum();
         for (op, (total, agree, accepted)) in &per_op {
-            println!("  {op:<10} {agree}/{total} agree (the reference accepted {accepted}, rejected {})", total - accepted);
+            println!(
+                "  {op:<10} {agree}/{total} agree (the reference accepted {accepted}, rejected {})",
+                total - accepted
+            );
         }
         println!(
             "conformance: {agreed} of {} cases agree with the reference ({} disagreements) in {:.1}s",

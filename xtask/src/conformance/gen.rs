@@ -128,13 +128,14 @@ const VALID_NUMBERS: &[f64] = &[
     -0.0,
     5e-324,
     1.5e-10,
-    3.141592653589793,
+    std::f64::consts::PI,
     1e21,
     123456.789,
 ];
 
 /// Numbers the protocol cannot carry (integral beyond +-(2^53 - 1)).
-const UNSAFE_NUMBERS: &[f64] = &[9007199254740992.0, -9007199254740992.0, 1e300, f64::MAX, -f64::MAX, 1.8446744073709552e19];
+const UNSAFE_NUMBERS: &[f64] =
+    &[9007199254740992.0, -9007199254740992.0, 1e300, f64::MAX, -f64::MAX, 1.8446744073709552e19];
 
 fn number(n: f64) -> Value {
     if n.fract() == 0.0 && n.abs() <= 9007199254740991.0 && !(n == 0.0 && n.is_sign_negative()) {
@@ -177,9 +178,15 @@ fn random_key(rng: &mut Rng) -> String {
 /// A random finite number, mostly of the valid kind; `allow_unsafe` lets unencodable ones in.
 fn random_number(rng: &mut Rng, allow_unsafe: bool) -> Value {
     if allow_unsafe && rng.chance(30) {
-        return number(*rng.pick(UNSAFE_NUMBERS));
+        return match rng.below(4) {
+            0 => Value::Number(Number::from(u64::MAX)),
+            1 => Value::Number(Number::from(i64::MIN)),
+            _ => number(*rng.pick(UNSAFE_NUMBERS)),
+        };
     }
-    match rng.below(4) {
+    match rng.below(5) {
+        // An integral value written as a float ("5.0" in JSON text): the reference reads 5.
+        4 => Number::from_f64(rng.below(1 << 20) as f64 - 1000.0).map(Value::Number).unwrap_or(Value::Null),
         0 | 1 => number(*rng.pick(VALID_NUMBERS)),
         2 => number(rng.below(100_000) as f64 - 50_000.0),
         _ => loop {
@@ -303,7 +310,8 @@ pub fn valid_message(rng: &mut Rng, side: &str, payload_depth: u32) -> Value {
             0 => object(vec![("type", json!("hello")), ("version", json!(8)), ("serverId", json!(server_id(rng)))]),
             1 => object(vec![("type", json!("hello_error")), ("error", error_body(rng))]),
             2 => {
-                let mut entries = vec![("type", json!("response")), ("id", json!(non_empty_id(rng))), ("ok", json!(true))];
+                let mut entries =
+                    vec![("type", json!("response")), ("id", json!(non_empty_id(rng))), ("ok", json!(true))];
                 if rng.chance(70) {
                     entries.push(("result", random_json(rng, payload_depth, false)));
                 }
@@ -351,7 +359,11 @@ pub fn violate(rng: &mut Rng, message: &mut Value) {
             map.shift_remove(&k);
         }
         1 => {
-            let k = if rng.chance(50) { random_key(rng) } else { rng.pick(&["extra", "sessionId", "result", "error", "version"]).to_string() };
+            let k = if rng.chance(50) {
+                random_key(rng)
+            } else {
+                rng.pick(&["extra", "sessionId", "result", "error", "version"]).to_string()
+            };
             map.insert(k, random_json(rng, 1, false));
         }
         2 if !keys.is_empty() => {
@@ -384,7 +396,18 @@ pub fn violate(rng: &mut Rng, message: &mut Value) {
             map.insert("serverId".into(), bad_server_id(rng));
         }
         5 if map.contains_key("type") => {
-            let t = rng.pick(&["hello", "request", "cancel", "response", "hello_error", "service_update", "attachment", "Hello", "", "ping"]);
+            let t = rng.pick(&[
+                "hello",
+                "request",
+                "cancel",
+                "response",
+                "hello_error",
+                "service_update",
+                "attachment",
+                "Hello",
+                "",
+                "ping",
+            ]);
             map.insert("type".into(), json!(t));
         }
         6 if map.contains_key("ok") => {
@@ -542,18 +565,7 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
                 Item::Text { data, .. } => data,
                 _ => b"text".to_vec(),
             };
-            let bad: &[u8] = *rng.pick(&[
-                &[0xff][..],
-                &[0xc0, 0xaf],
-                &[0xe0, 0x80, 0xaf],
-                &[0xed, 0xa0, 0x80],
-                &[0xed, 0xbf, 0xbf],
-                &[0xf4, 0x90, 0x80, 0x80],
-                &[0xf8, 0x88, 0x80, 0x80, 0x80],
-                &[0xe2, 0x82],
-                &[0x80],
-                &[0xef, 0xbb, 0xbf],
-            ]);
+            let bad = BAD_UTF8[rng.index(BAD_UTF8.len())];
             let at = rng.index(data.len() + 1);
             data.splice(at..at, bad.iter().copied());
             Item::Text { data, width: Width::Shortest }
@@ -585,7 +597,9 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
         },
         7 => Item::Simple(*rng.pick(&[0xf7u8, 0xe0, 0xf3, 0xff, 0xf4, 0xf5, 0xf6])),
         8 => Item::Simple8(*rng.pick(&[0u8, 19, 20, 21, 22, 23, 24, 31, 32, 255])),
-        9 => Item::Raw(vec![*rng.pick(&[0x1cu8, 0x1d, 0x1e, 0x1f, 0x3c, 0x3f, 0x5c, 0x7d, 0x9c, 0xbe, 0xdc, 0xfc, 0xfd, 0xfe])]),
+        9 => Item::Raw(vec![
+            *rng.pick(&[0x1cu8, 0x1d, 0x1e, 0x1f, 0x3c, 0x3f, 0x5c, 0x7d, 0x9c, 0xbe, 0xdc, 0xfc, 0xfd, 0xfe])
+        ]),
         10 => match original {
             Item::Map { mut entries, width } if !entries.is_empty() => {
                 let i = rng.index(entries.len());
@@ -597,7 +611,10 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
                 };
                 Item::Map { entries, width }
             }
-            other => Item::Map { entries: vec![(Item::Int { negative: false, arg: 0, width: Width::Shortest }, other)], width: Width::Shortest },
+            other => Item::Map {
+                entries: vec![(Item::Int { negative: false, arg: 0, width: Width::Shortest }, other)],
+                width: Width::Shortest,
+            },
         },
         11 => match rng.below(8) {
             0 => Item::Int { negative: false, arg: 1 << 53, width: Width::Shortest },
@@ -606,7 +623,15 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
             3 => Item::Int { negative: true, arg: (1 << 53) - 1, width: Width::Shortest },
             4 => Item::Int { negative: false, arg: 0x0020_0000_0000_0000, width: Width::Bytes(8) },
             5 => Item::Int { negative: false, arg: u64::MAX, width: Width::Shortest },
-            6 => Item::F64(*rng.pick(&[f64::NAN.to_bits(), f64::INFINITY.to_bits(), f64::NEG_INFINITY.to_bits(), 1e300f64.to_bits(), 9007199254740992f64.to_bits(), (-0.0f64).to_bits(), 0x7ff8_0000_0000_0001])),
+            6 => Item::F64(*rng.pick(&[
+                f64::NAN.to_bits(),
+                f64::INFINITY.to_bits(),
+                f64::NEG_INFINITY.to_bits(),
+                1e300f64.to_bits(),
+                9007199254740992f64.to_bits(),
+                (-0.0f64).to_bits(),
+                0x7ff8_0000_0000_0001,
+            ])),
             _ => Item::F64(9007199254740991f64.to_bits()),
         },
         12 => {
@@ -622,9 +647,26 @@ pub fn damage(rng: &mut Rng, item: &mut Item) {
             other => other,
         },
         15 => Item::Array { items: (0..rng.index(40)).map(|_| Item::Simple(0xf6)).collect(), width: Width::Shortest },
-        _ => Item::Text { data: "x".repeat(rng.index(300)).into_bytes(), width: Width::Bytes(*rng.pick(&[1u8, 2, 4, 8])) },
+        _ => Item::Text {
+            data: "x".repeat(rng.index(300)).into_bytes(),
+            width: Width::Bytes(*rng.pick(&[1u8, 2, 4, 8])),
+        },
     };
 }
+
+/// Byte sequences that are not strict UTF-8 (the BOM, last, is valid and must be kept).
+const BAD_UTF8: &[&[u8]] = &[
+    &[0xff],
+    &[0xc0, 0xaf],
+    &[0xe0, 0x80, 0xaf],
+    &[0xed, 0xa0, 0x80],
+    &[0xed, 0xbf, 0xbf],
+    &[0xf4, 0x90, 0x80, 0x80],
+    &[0xf8, 0x88, 0x80, 0x80, 0x80],
+    &[0xe2, 0x82],
+    &[0x80],
+    &[0xef, 0xbb, 0xbf],
+];
 
 /// float16 bits of a small integral `f` (exact for |f| <= 2048).
 fn f16_bits(f: f64) -> u16 {
@@ -703,7 +745,15 @@ pub fn decode_case(rng: &mut Rng) -> Value {
     let mut stream = Vec::new();
     let mut longest = 0;
     for _ in 0..frames {
-        let message_side = if rng.chance(8) { if side == "client" { "server" } else { "client" } } else { side };
+        let message_side = if rng.chance(8) {
+            if side == "client" {
+                "server"
+            } else {
+                "client"
+            }
+        } else {
+            side
+        };
         let mut message = valid_message(rng, message_side, 3);
         if rng.chance(15) {
             violate(rng, &mut message);
@@ -780,7 +830,10 @@ fn random_item(rng: &mut Rng, depth: u32) -> Item {
         return Item::Bytes { data: (0..rng.index(8)).map(|_| rng.below(256) as u8).collect(), width: Width::Shortest };
     }
     if depth > 0 && rng.chance(30) {
-        return Item::Array { items: (0..rng.index(4)).map(|_| random_item(rng, depth - 1)).collect(), width: Width::Shortest };
+        return Item::Array {
+            items: (0..rng.index(4)).map(|_| random_item(rng, depth - 1)).collect(),
+            width: Width::Shortest,
+        };
     }
     if depth > 0 && rng.chance(25) {
         let entries = (0..rng.index(4)).map(|_| (Item::text(&random_key(rng)), random_item(rng, depth - 1))).collect();

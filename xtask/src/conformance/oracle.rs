@@ -71,7 +71,10 @@ pub fn ask(script: &Path, requests: &[Value]) -> Result<Vec<Value>, String> {
             let line = line.map_err(|e| format!("reading the oracle: {e}"))?;
             verdicts.push(serde_json::from_str::<Value>(&line).map_err(|e| format!("bad verdict {line:?}: {e}"))?);
         }
-        writer.join().map_err(|_| "writer thread panicked".to_owned())?.map_err(|e| format!("writing to the oracle: {e}"))?;
+        writer
+            .join()
+            .map_err(|_| "writer thread panicked".to_owned())?
+            .map_err(|e| format!("writing to the oracle: {e}"))?;
         Ok::<_, String>(verdicts)
     })?;
     let status = child.wait().map_err(|e| format!("waiting for node: {e}"))?;

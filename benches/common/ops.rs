@@ -12,8 +12,8 @@ use pi_protocol::{
     ServerMessage, ServerMessageDecoder, SharedClientMessageDecoder, SharedServerMessageDecoder,
 };
 
-use crate::baseline;
-use crate::workloads::{split_frames, Side, Workload};
+use super::baseline;
+use super::workloads::{split_frames, Side, Workload};
 
 /// Messages decoded by this crate.
 #[derive(Debug, Clone, PartialEq)]

@@ -52,7 +52,7 @@ pub const SERVER_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 pub const BLOB_LENGTH: usize = 1 << 20;
 
 /// The recorded server half of a session (24 messages, about 229 KB).
-pub const SESSION_SERVER: &[u8] = include_bytes!("../tests/captures/session-server.bin");
+pub const SESSION_SERVER: &[u8] = include_bytes!("../../tests/captures/session-server.bin");
 
 fn request(id: &str, call: Value) -> Value {
     json!({

@@ -1,0 +1,93 @@
+//! Raw frame splitting for `inspect` and `stats`: one frame at a time from any reader, checking
+//! each header against the frame limit before reading the payload (PROTOCOL.md section 1).
+
+use std::io::{self, Read};
+
+use pi_protocol::runtime::FRAME_HEADER_LENGTH;
+
+/// One unit of a framed stream.
+#[derive(Debug)]
+pub enum RawFrame {
+    /// A complete frame.
+    Complete {
+        /// Stream offset of its header.
+        offset: u64,
+        /// The payload bytes.
+        payload: Vec<u8>,
+    },
+    /// The stream ended inside a frame.
+    Truncated {
+        /// Stream offset of its header.
+        offset: u64,
+        /// Announced payload length, when the whole header arrived.
+        announced: Option<u32>,
+        /// Bytes present after the offset (header included).
+        present: u64,
+    },
+    /// A header announcing more than the limit; the stream cannot be followed past it.
+    TooLong {
+        /// Stream offset of the header.
+        offset: u64,
+        /// Announced payload length.
+        announced: u32,
+    },
+}
+
+/// Splits a stream into [`RawFrame`]s; ends after a truncated or oversized frame.
+pub struct FrameSplitter<R> {
+    inner: R,
+    limit: u32,
+    offset: u64,
+    done: bool,
+}
+
+impl<R: Read> FrameSplitter<R> {
+    pub fn new(inner: R, limit: u32) -> Self {
+        FrameSplitter { inner, limit, offset: 0, done: false }
+    }
+
+    /// The next frame, `None` at a clean end.
+    pub fn next_frame(&mut self) -> io::Result<Option<RawFrame>> {
+        if self.done {
+            return Ok(None);
+        }
+        let offset = self.offset;
+        let mut header = [0u8; FRAME_HEADER_LENGTH];
+        let got = read_full(&mut self.inner, &mut header)?;
+        if got == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        if got < FRAME_HEADER_LENGTH {
+            self.done = true;
+            return Ok(Some(RawFrame::Truncated { offset, announced: None, present: got as u64 }));
+        }
+        let announced = u32::from_be_bytes(header);
+        if announced > self.limit {
+            self.done = true;
+            return Ok(Some(RawFrame::TooLong { offset, announced }));
+        }
+        let mut payload = Vec::new();
+        let read = (&mut self.inner).take(u64::from(announced)).read_to_end(&mut payload)?;
+        if read < announced as usize {
+            self.done = true;
+            let present = (FRAME_HEADER_LENGTH + read) as u64;
+            return Ok(Some(RawFrame::Truncated { offset, announced: Some(announced), present }));
+        }
+        self.offset += (FRAME_HEADER_LENGTH + read) as u64;
+        Ok(Some(RawFrame::Complete { offset, payload }))
+    }
+}
+
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}

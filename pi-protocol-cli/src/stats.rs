@@ -1,0 +1,120 @@
+//! `pi-protocol stats`: a summary of a stream (frames, sizes, messages by type, largest payload).
+
+use std::collections::BTreeMap;
+use std::io::{self, BufReader, Write};
+
+use clap::Args;
+use pi_protocol::{ErrorKind, ProtocolError, Rule};
+use serde_json::json;
+
+use crate::frames::{FrameSplitter, RawFrame};
+use crate::messages::summarise;
+use crate::{describe, io_failure, open_input, options, CommonArgs, Failure};
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Print the summary as one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    frames: u64,
+    stream_bytes: u64,
+    min_len: Option<u64>,
+    max_len: u64,
+    payload_total: u64,
+    by_type: BTreeMap<&'static str, u64>,
+    /// (size, field, frame index, frame offset, id)
+    largest: Option<(usize, &'static str, u64, u64, Option<String>)>,
+}
+
+/// Runs `stats`: exit status 1 when the stream holds a bad frame (the summary covers the frames
+/// before it).
+pub fn run(args: &StatsArgs) -> Result<(), Failure> {
+    let options = options(&args.common)?;
+    let input = BufReader::new(open_input(&args.common.input)?);
+    let mut frames = FrameSplitter::new(input, options.frame_limit());
+    let mut totals = Totals::default();
+    let mut error: Option<ProtocolError> = None;
+    while let Some(frame) = frames.next_frame().map_err(io_failure)? {
+        match frame {
+            RawFrame::Complete { offset, payload } => match summarise(args.common.side, &payload, options.limits()) {
+                Ok(summary) => {
+                    let len = payload.len() as u64;
+                    totals.stream_bytes += len + 4;
+                    totals.min_len = Some(totals.min_len.map_or(len, |m| m.min(len)));
+                    totals.max_len = totals.max_len.max(len);
+                    totals.payload_total += len;
+                    *totals.by_type.entry(summary.kind).or_default() += 1;
+                    if let Some((field, size)) = summary.payload {
+                        if totals.largest.as_ref().map_or(true, |l| size > l.0) {
+                            totals.largest = Some((size, field, totals.frames, offset, summary.id.clone()));
+                        }
+                    }
+                    totals.frames += 1;
+                }
+                Err(e) => {
+                    error = Some(e.with_offset(offset));
+                    break;
+                }
+            },
+            RawFrame::Truncated { offset, .. } => {
+                error = Some(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset));
+            }
+            RawFrame::TooLong { offset, announced } => {
+                let rule = Rule::FrameTooLong { length: u64::from(announced), limit: u64::from(options.frame_limit()) };
+                error = Some(ProtocolError::new(ErrorKind::Frame, rule).with_offset(offset));
+            }
+        }
+    }
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let largest = totals.largest.as_ref().map(|(size, field, frame, offset, id)| {
+            json!({"bytes": size, "field": field, "frame": frame, "offset": offset, "id": id})
+        });
+        let value = json!({
+            "frames": totals.frames,
+            "streamBytes": totals.stream_bytes,
+            "frameLength": {"min": totals.min_len, "max": totals.max_len, "total": totals.payload_total},
+            "byType": totals.by_type,
+            "largestPayload": largest,
+            "error": error.as_ref().map(describe),
+        });
+        writeln!(out, "{value}").map_err(io_failure)?;
+    } else {
+        write_text(&mut out, &totals).map_err(io_failure)?;
+    }
+    out.flush().map_err(io_failure)?;
+    match error {
+        Some(e) => Err(Failure::Input(describe(&e))),
+        None => Ok(()),
+    }
+}
+
+fn write_text(out: &mut impl Write, t: &Totals) -> io::Result<()> {
+    writeln!(out, "frames: {} ({} bytes on the wire, headers included)", t.frames, t.stream_bytes)?;
+    if let Some(min) = t.min_len {
+        let mean = t.payload_total as f64 / t.frames as f64;
+        writeln!(
+            out,
+            "frame payload length: min {min}, max {}, mean {mean:.1}, total {} bytes",
+            t.max_len, t.payload_total
+        )?;
+    }
+    writeln!(out, "messages by type:")?;
+    for (kind, count) in &t.by_type {
+        writeln!(out, "  {kind:<22}{count}")?;
+    }
+    match &t.largest {
+        Some((size, field, frame, offset, id)) => {
+            let id = id.as_ref().map(|id| format!(" {id}")).unwrap_or_default();
+            writeln!(out, "largest payload: {size} bytes (`{field}` of frame {frame}{id}, at byte {offset})")
+        }
+        None => writeln!(out, "largest payload: none"),
+    }
+}

@@ -1,0 +1,88 @@
+// Asserts what each side of the two interop runs received, and prints which message types crossed
+// in each direction. Usage: node check.mjs LOG_DIR
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const dir = process.argv[2];
+const lines = (name) =>
+  readFileSync(join(dir, name), "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l));
+const kind = (m) =>
+  m.type === "response" ? `response (${m.ok ? "ok" : "error"})` : m.type === "attachment" ? `attachment (${m.attachment ? "route" : "null"})` : m.type;
+const kinds = (messages) => [...new Set(messages.map(kind))].sort();
+
+const nodeClient = lines("node-client.log");
+const rustServer = lines("rust-server.log");
+const nodeServer = lines("node-server.log");
+const rustClient = lines("rust-client.log");
+const rustClientV7 = lines("rust-client-v7.log");
+
+// ---- TypeScript client -> Rust server: client messages.
+const nodeSent = nodeClient.filter((e) => e.sent).map((e) => e.sent);
+assert.deepEqual(kinds(nodeSent), ["cancel", "hello", "request"]);
+const byEvent = (event, conn) => rustServer.filter((e) => e.event === event && e.conn === conn);
+assert.equal(byEvent("closing", 1)[0]?.offeredVersion, 7, "the Rust server saw hello version 7");
+assert.equal(byEvent("ready", 2).length, 1, "the Rust server saw hello version 8");
+const admitted = byEvent("request", 2).map((e) => e.message);
+assert.deepEqual(admitted.map((m) => m.id), ["c-1", "c-2", "c-3", "c-4", "c-5", "c-7", "c-9"]);
+for (const message of admitted) {
+  const sent = nodeSent.find((m) => m.type === "request" && m.id === message.id);
+  assert.deepEqual(message, sent, `request ${message.id} arrived as sent`);
+}
+assert.deepEqual(byEvent("fenced", 2).map((e) => [e.id, e.reason]), [["c-6", "WrongServer"], ["c-8", "StaleRoute"]]);
+assert.deepEqual(byEvent("cancel", 2).map((e) => e.id), ["c-5"]);
+
+// ---- Rust server -> TypeScript client: server messages (node-client.mjs asserted their content).
+const nodeReceived = nodeClient.filter((e) => e.received).map((e) => e.received);
+const serverKinds = ["attachment (null)", "attachment (route)", "hello", "hello_error", "response (error)", "response (ok)", "service_update"];
+assert.deepEqual(kinds(nodeReceived), serverKinds);
+
+// ---- Rust client -> TypeScript server: client messages.
+const tsReceived = nodeServer.filter((e) => e.received);
+const received1 = tsReceived.filter((e) => e.conn === 1).map((e) => e.received);
+const received2 = tsReceived.filter((e) => e.conn === 2).map((e) => e.received);
+assert.deepEqual(received1[0], { type: "hello", version: 8 });
+assert.deepEqual(received2, [{ type: "hello", version: 7 }]);
+assert.deepEqual(kinds(received1), ["cancel", "hello", "request"]);
+assert.deepEqual(
+  received1.filter((m) => m.type === "request").map((m) => m.id),
+  ["req-1", "req-2", "req-3", "req-4", "req-5", "req-6", "req-7"],
+);
+const cancel = received1.find((m) => m.type === "cancel");
+assert.equal(cancel.id, "req-5");
+assert.equal(cancel.target.attachmentId, "node-att-1", "the cancel carries the request's session route");
+assert.equal(received1.find((m) => m.id === "req-4").target.attachmentId, "node-att-1", "session calls follow the published route");
+
+// ---- TypeScript server -> Rust client: server messages, as the client's events.
+const events = rustClient.filter((e) => e.event);
+assert.deepEqual(events[0], { event: "ready", serverId: "3b241101-e2bb-4255-8caf-4136c566a962" });
+const tsSent = nodeServer.filter((e) => e.sent && e.conn === 1).map((e) => e.sent);
+const responses = tsSent.filter((m) => m.type === "response");
+const rustResponses = events.filter((e) => e.event === "response");
+assert.equal(rustResponses.length, responses.length);
+for (const [i, r] of responses.entries()) {
+  const e = rustResponses[i];
+  assert.equal(e.id, r.id);
+  assert.equal(e.ok, r.ok);
+  if (r.ok) assert.deepEqual(e.result, r.result);
+  else assert.deepEqual(e.error, r.error);
+}
+assert.deepEqual(events.filter((e) => e.event === "update").map((e) => e.update.sequence), [1, 2, 3]);
+assert.deepEqual(events.filter((e) => e.event === "attachment").map((e) => e.route?.attachmentId ?? null), ["node-att-1", null]);
+assert.equal(rustClient.find((e) => e.local === "session call refused")?.local, "session call refused");
+assert.equal(rustClientV7.find((e) => e.event === "rejected")?.error.code, "unsupported_version");
+const tsSentKinds = kinds(nodeServer.filter((e) => e.sent).map((e) => e.sent));
+assert.deepEqual(tsSentKinds, serverKinds);
+
+process.stdout.write(
+  [
+    "interop: every assertion held",
+    `  TypeScript client -> Rust server: ${kinds(nodeSent).join(", ")}`,
+    `  Rust server -> TypeScript client: ${kinds(nodeReceived).join(", ")}`,
+    `  Rust client -> TypeScript server: ${kinds([...received1, ...received2]).join(", ")}`,
+    `  TypeScript server -> Rust client: ${tsSentKinds.join(", ")}`,
+  ].join("\n") + "\n",
+);

@@ -1,0 +1,95 @@
+// A client on the published TypeScript package, talking to the Rust example server.
+// Usage: node node-client.mjs --connect HOST:PORT
+// Connection 1 offers version 7 and must get hello_error; connection 2 runs a session that makes
+// every client message type cross to the server, and makes the server send every message type
+// back (including its fencing answers). Logs every message sent and received as JSON lines;
+// exits 1 on the first unexpected message.
+import assert from "node:assert/strict";
+import { ServerMessageDecoder, encodeClientMessage } from "@earendil-works/pi-protocol";
+import { OTHER_SERVER_ID, SERVER_ID, connect, flags, wrap } from "./common.mjs";
+
+const address = flags(process.argv.slice(2)).connect;
+
+async function open(conn) {
+  return wrap(await connect(address), conn, ServerMessageDecoder, encodeClientMessage);
+}
+
+const server = { serverId: SERVER_ID };
+const call = (serviceId, member, args) => ({ serviceId, member, args });
+const request = (id, target, c) => ({ type: "request", id, target, call: c });
+
+// 1. An unsupported version.
+{
+  const c = await open(1);
+  c.send({ type: "hello", version: 7 });
+  const reply = await c.next();
+  assert.equal(reply.type, "hello_error");
+  assert.equal(reply.error.code, "unsupported_version");
+  await c.closed;
+}
+
+// 2. A whole session.
+{
+  const c = await open(2);
+  c.send({ type: "hello", version: 8 });
+  assert.deepEqual(await c.next(), { type: "hello", version: 8, serverId: SERVER_ID });
+
+  c.send(request("c-1", server, call("$chord.service", "catalogue", [])));
+  let m = await c.next();
+  assert.equal(m.type, "response");
+  assert.equal(m.id, "c-1");
+  assert.equal(m.ok, true);
+  assert.ok(Array.isArray(m.result));
+
+  c.send(request("c-2", server, call("$chord.service", "subscribe", ["sub-a", "sessions", "singleton"])));
+  m = await c.next();
+  assert.equal(m.id, "c-2");
+  assert.equal(m.ok, true);
+  for (let sequence = 1; sequence <= 3; sequence++) {
+    m = await c.next();
+    assert.equal(m.type, "service_update");
+    assert.equal(m.subscriptionId, "sub-a");
+    assert.equal(m.update.sequence, sequence);
+  }
+
+  c.send(request("c-3", server, call("sessions", "attach", ["s-2"])));
+  m = await c.next();
+  assert.equal(m.type, "attachment");
+  const route = m.attachment;
+  assert.equal(route.serverId, SERVER_ID);
+  assert.equal(route.sessionId, "s-2");
+  m = await c.next();
+  assert.deepEqual(m, { type: "response", id: "c-3", ok: true, result: null });
+
+  c.send(request("c-4", route, call("session", "echo", ["hi", 1.5, { nested: [true, null] }])));
+  m = await c.next();
+  assert.deepEqual(m, { type: "response", id: "c-4", ok: true, result: { echo: ["hi", 1.5, { nested: [true, null] }] } });
+
+  c.send(request("c-5", route, call("session", "wait", [30000])));
+  c.send({ type: "cancel", id: "c-5", target: route });
+  m = await c.next();
+  assert.equal(m.id, "c-5");
+  assert.equal(m.ok, false);
+  assert.equal(m.error.code, "cancelled");
+
+  c.send(request("c-6", { serverId: OTHER_SERVER_ID }, call("$chord.service", "catalogue", [])));
+  m = await c.next();
+  assert.equal(m.id, "c-6");
+  assert.equal(m.ok, false);
+  assert.equal(m.error.code, "wrong_server");
+
+  c.send(request("c-7", server, call("sessions", "detach", ["s-2"])));
+  assert.deepEqual(await c.next(), { type: "attachment", attachment: null });
+  assert.deepEqual(await c.next(), { type: "response", id: "c-7", ok: true });
+
+  c.send(request("c-8", route, call("session", "echo", [])));
+  m = await c.next();
+  assert.equal(m.id, "c-8");
+  assert.equal(m.error.code, "stale_attachment");
+
+  c.send(request("c-9", server, call("$chord.service", "unsubscribe", ["sub-a"])));
+  assert.deepEqual(await c.next(), { type: "response", id: "c-9", ok: true, result: null });
+  assert.equal(c.pending(), 0);
+  c.end();
+  await c.closed;
+}
