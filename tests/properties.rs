@@ -271,7 +271,23 @@ proptest! {
         let whole = decode_client(&[&stream]);
         prop_assert_eq!(decode_client(&split(&stream, &cuts)), whole.clone());
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
-        prop_assert_eq!(decode_client(&bytes), whole);
+        prop_assert_eq!(decode_client(&bytes), whole.clone());
+        // push_each delivers what push returns.
+        let mut decoder = ClientMessageDecoder::new();
+        let mut each = Vec::new();
+        for chunk in split(&stream, &cuts) {
+            decoder.push_each(chunk, |r| each.push(r));
+            if each.iter().any(Result::is_err) {
+                break;
+            }
+        }
+        let first_error = each.iter().position(Result::is_err).map_or(each.len(), |i| i + 1);
+        each.truncate(first_error);
+        let delivered: Vec<ClientMessage> = each.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        prop_assert_eq!(&delivered, &whole.0);
+        if damaged.is_none() {
+            prop_assert_eq!(decoder.offset(), stream.len() as u64);
+        }
     }
 
     #[test]

@@ -32,10 +32,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (cut_bytes, stream) = rest.split_at(cuts * 2);
-    let mut points: Vec<usize> = cut_bytes
-        .chunks(2)
-        .map(|c| usize::from(u16::from_be_bytes([c[0], c[1]])) % (stream.len() + 1))
-        .collect();
+    let mut points: Vec<usize> =
+        cut_bytes.chunks(2).map(|c| usize::from(u16::from_be_bytes([c[0], c[1]])) % (stream.len() + 1)).collect();
     points.sort_unstable();
     let mut chunks = Vec::new();
     let mut from = 0;

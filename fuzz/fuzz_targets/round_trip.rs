@@ -59,7 +59,14 @@ fn server_id(u: &mut Unstructured) -> Result<ServerId> {
     b[6] = 0x40 | (b[6] & 0x0f);
     b[8] = 0x80 | (b[8] & 0x3f);
     let h: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
-    let text = format!("{}-{}-{}-{}-{}", h[0..4].concat(), h[4..6].concat(), h[6..8].concat(), h[8..10].concat(), h[10..16].concat());
+    let text = format!(
+        "{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    );
     Ok(ServerId::new(text).expect("a v4 UUID"))
 }
 

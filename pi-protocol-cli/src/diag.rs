@@ -56,6 +56,9 @@ struct Walker<'a> {
     /// The deepest item found along `target`.
     best: Option<Found>,
     message_type: Option<String>,
+    /// Bytes of text after which output stops (the walk goes on, to find offences and marks).
+    budget: usize,
+    clipped: bool,
 }
 
 /// (path length, byte span, text span) of an item found along the target path.
@@ -66,7 +69,14 @@ struct Stop;
 
 /// Describes `payload`. When `target` is given, the item at that field path (or, when it does
 /// not exist, its deepest existing ancestor) is marked in the text and its span returned.
+#[cfg(test)]
 pub fn diagnose(payload: &[u8], target: Option<Vec<PathSegment>>) -> Diagnosis {
+    diagnose_within(payload, target, usize::MAX)
+}
+
+/// [`diagnose`], writing at most about `budget` bytes of text (then ` ...`); the whole payload
+/// is still walked for its offence and the marked span.
+pub fn diagnose_within(payload: &[u8], target: Option<Vec<PathSegment>>, budget: usize) -> Diagnosis {
     let mut walker = Walker {
         input: payload,
         pos: 0,
@@ -76,6 +86,8 @@ pub fn diagnose(payload: &[u8], target: Option<Vec<PathSegment>>) -> Diagnosis {
         path: Vec::new(),
         best: None,
         message_type: None,
+        budget,
+        clipped: false,
     };
     if payload.is_empty() {
         walker.offend(0, 0, "empty payload");
@@ -103,6 +115,24 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 impl<'a> Walker<'a> {
+    /// Appends diagnostic text, up to the text budget; past it, once, an ellipsis.
+    fn emit(&mut self, text: &str) {
+        if self.out.len() < self.budget {
+            self.out.push_str(text);
+        } else if !self.clipped {
+            self.clipped = true;
+            self.out.push_str(" ...");
+        }
+    }
+
+    fn emit_fmt(&mut self, args: std::fmt::Arguments<'_>) {
+        if self.out.len() < self.budget {
+            let _ = self.out.write_fmt(args);
+        } else {
+            self.emit("");
+        }
+    }
+
     fn offend(&mut self, start: usize, end: usize, reason: &str) {
         if self.offence.is_none() {
             self.offence = Some(Offence { start, end: end.max(start), reason: reason.to_owned() });
@@ -111,7 +141,7 @@ impl<'a> Walker<'a> {
 
     fn truncated(&mut self, start: usize) -> Stop {
         self.offend(start, self.input.len(), "item truncated: the payload ends inside it");
-        let _ = write!(self.out, "{MARK_OPEN}truncated{MARK_CLOSE}");
+        self.emit_fmt(format_args!("{MARK_OPEN}truncated{MARK_CLOSE}"));
         Stop
     }
 
@@ -131,7 +161,7 @@ impl<'a> Walker<'a> {
             27 => 8,
             28..=30 => {
                 self.offend(start, start + 1, "reserved additional information (28-30)");
-                let _ = write!(self.out, "{MARK_OPEN}reserved 0x{initial:02x}{MARK_CLOSE}");
+                self.emit_fmt(format_args!("{MARK_OPEN}reserved 0x{initial:02x}{MARK_CLOSE}"));
                 return Err(Stop);
             }
             _ => {
@@ -165,8 +195,9 @@ impl<'a> Walker<'a> {
         let text_start = self.out.len();
         let on_path = self.on_path();
         let result = self.item_inner(depth);
-        // Children finish first, so the deepest item along the path wins.
-        if on_path && self.best.map_or(true, |(len, _, _)| self.path.len() > len) {
+        // Children finish first: the deepest item along the path wins, and among items at the same
+        // path (a tag and its content) the outermost.
+        if on_path && self.best.map_or(true, |(len, _, _)| self.path.len() >= len) {
             self.best = Some((self.path.len(), (start, self.pos), (text_start, self.out.len())));
         }
         result
@@ -176,41 +207,41 @@ impl<'a> Walker<'a> {
         let start = self.pos;
         if depth > MAX_WALK_DEPTH {
             self.offend(start, start + 1, "nesting too deep to show");
-            self.out.push_str("...");
+            self.emit("...");
             return Err(Stop);
         }
         let (major, ai, argument) = self.head()?;
         match (major, argument) {
             (0, Some(n)) => {
-                let _ = write!(self.out, "{n}");
+                self.emit_fmt(format_args!("{n}"));
                 if n > MAX_SAFE {
                     self.offend(start, self.pos, "integer beyond +-(2^53 - 1)");
                 }
             }
             (1, Some(n)) => {
-                let _ = write!(self.out, "-{}", u128::from(n) + 1);
+                self.emit_fmt(format_args!("-{}", u128::from(n) + 1));
                 if n >= MAX_SAFE {
                     self.offend(start, self.pos, "integer beyond +-(2^53 - 1)");
                 }
             }
             (2, Some(n)) => {
                 let body = self.body(start, n)?;
-                let _ = write!(self.out, "h'{}'", hex(body));
+                self.emit_fmt(format_args!("h'{}'", hex(body)));
                 self.offend(start, self.pos, "byte string (messages hold JSON values only)");
             }
             (3, Some(n)) => {
                 let body = self.body(start, n)?;
                 match std::str::from_utf8(body) {
-                    Ok(text) => self.out.push_str(&quote(text)),
+                    Ok(text) => self.emit(&quote(text)),
                     Err(_) => {
-                        let _ = write!(self.out, "{MARK_OPEN}invalid UTF-8 h'{}'{MARK_CLOSE}", hex(body));
+                        self.emit_fmt(format_args!("{MARK_OPEN}invalid UTF-8 h'{}'{MARK_CLOSE}", hex(body)));
                         self.offend(start, self.pos, "text string is not valid UTF-8");
                     }
                 }
             }
             (2 | 3, None) => {
                 self.offend(start, start + 1, "indefinite-length string");
-                self.out.push_str("(_ ");
+                self.emit("(_ ");
                 let mut first = true;
                 loop {
                     if self.input.get(self.pos) == Some(&0xff) {
@@ -218,22 +249,22 @@ impl<'a> Walker<'a> {
                         break;
                     }
                     if !first {
-                        self.out.push_str(", ");
+                        self.emit(", ");
                     }
                     first = false;
                     self.item(depth + 1)?;
                 }
-                self.out.push(')');
+                self.emit(")");
             }
             (4, len) => {
                 if len.is_none() {
                     self.offend(start, start + 1, "indefinite-length array");
                 }
-                self.out.push_str(if len.is_none() { "[_ " } else { "[" });
+                self.emit(if len.is_none() { "[_ " } else { "[" });
                 let mut index = 0u64;
                 while self.more(len, index, start)? {
                     if index > 0 {
-                        self.out.push_str(", ");
+                        self.emit(", ");
                     }
                     self.path.push(Some(PathSegment::Index(index)));
                     let result = self.item(depth + 1);
@@ -241,22 +272,22 @@ impl<'a> Walker<'a> {
                     result?;
                     index += 1;
                 }
-                self.out.push(']');
+                self.emit("]");
             }
             (5, len) => {
                 if len.is_none() {
                     self.offend(start, start + 1, "indefinite-length map");
                 }
-                self.out.push_str(if len.is_none() { "{_ " } else { "{" });
+                self.emit(if len.is_none() { "{_ " } else { "{" });
                 let mut seen = HashSet::new();
                 let mut index = 0u64;
                 while self.more(len, index, start)? {
                     if index > 0 {
-                        self.out.push_str(", ");
+                        self.emit(", ");
                     }
                     let key_start = self.pos;
                     let key = self.key(depth + 1)?;
-                    self.out.push_str(": ");
+                    self.emit(": ");
                     let segment = match &key {
                         Some(k) => {
                             if !seen.insert(k.clone()) {
@@ -281,24 +312,24 @@ impl<'a> Walker<'a> {
                     }
                     index += 1;
                 }
-                self.out.push('}');
+                self.emit("}");
             }
             (6, Some(tag)) => {
                 self.offend(start, self.pos, "CBOR tag (tags are not allowed)");
-                let _ = write!(self.out, "{tag}(");
+                self.emit_fmt(format_args!("{tag}("));
                 self.item(depth + 1)?;
-                self.out.push(')');
+                self.emit(")");
             }
             (7, None) => {
                 self.offend(start, start + 1, "break marker outside an indefinite-length item");
-                let _ = write!(self.out, "{MARK_OPEN}break{MARK_CLOSE}");
+                self.emit_fmt(format_args!("{MARK_OPEN}break{MARK_CLOSE}"));
                 return Err(Stop);
             }
             (7, Some(value)) => self.simple(start, ai, value),
             _ => {
                 // Additional information 31 on an integer or a tag: not well-formed.
                 self.offend(start, start + 1, "additional information 31 on an integer or tag");
-                let _ = write!(self.out, "{MARK_OPEN}malformed 0x{:02x}{MARK_CLOSE}", self.input[start]);
+                self.emit_fmt(format_args!("{MARK_OPEN}malformed 0x{:02x}{MARK_CLOSE}", self.input[start]));
                 return Err(Stop);
             }
         }
@@ -311,7 +342,7 @@ impl<'a> Walker<'a> {
             Some(n) => {
                 if index < n && self.pos >= self.input.len() {
                     if index > 0 {
-                        self.out.push_str(", ");
+                        self.emit(", ");
                     }
                     return Err(self.truncated(start));
                 }
@@ -360,6 +391,8 @@ impl<'a> Walker<'a> {
             path: Vec::new(),
             best: None,
             message_type: None,
+            budget: 0,
+            clipped: false,
         };
         let (major, _, len) = probe.head().ok()?;
         if major != 3 {
@@ -381,21 +414,21 @@ impl<'a> Walker<'a> {
 
     fn simple(&mut self, start: usize, ai: u8, value: u64) {
         match ai {
-            20 => self.out.push_str("false"),
-            21 => self.out.push_str("true"),
-            22 => self.out.push_str("null"),
+            20 => self.emit("false"),
+            21 => self.emit("true"),
+            22 => self.emit("null"),
             23 => {
-                self.out.push_str("undefined");
+                self.emit("undefined");
                 self.offend(start, self.pos, "undefined is not a JSON value");
             }
             25 | 26 => {
                 let number = if ai == 25 { half(value as u16) } else { f64::from(f32::from_bits(value as u32)) };
-                let _ = write!(self.out, "{}_{}", float(number), ai - 24);
+                self.emit_fmt(format_args!("{}_{}", float(number), ai - 24));
                 self.offend(start, self.pos, "only float64 numbers are allowed");
             }
             27 => {
                 let number = f64::from_bits(value);
-                self.out.push_str(&float(number));
+                self.emit(&float(number));
                 if !number.is_finite() {
                     self.offend(start, self.pos, "number is not finite");
                 } else if number.fract() == 0.0 && number.abs() > MAX_SAFE as f64 {
@@ -403,7 +436,7 @@ impl<'a> Walker<'a> {
                 }
             }
             _ => {
-                let _ = write!(self.out, "simple({value})");
+                self.emit_fmt(format_args!("simple({value})"));
                 self.offend(start, self.pos, "simple values other than false, true and null are not allowed");
             }
         }
@@ -532,6 +565,17 @@ mod tests {
             }
         }
         assert!(agreed_ok > 1000 && agreed_bad > 1000, "{agreed_ok} {agreed_bad}");
+    }
+
+    #[test]
+    fn text_budget_clips_the_text_but_not_the_walk() {
+        // [null x 1000, 0(1)]: the tag sits at payload byte 1003.
+        let mut payload = vec![0x99, 0x03, 0xe9];
+        payload.resize(1003, 0xf6);
+        payload.extend_from_slice(&[0xc0, 0x01]);
+        let d = diagnose_within(&payload, None, 20);
+        assert_eq!(d.text, "[null, null, null, null ...");
+        assert_eq!(d.offence.map(|o| o.start), Some(1003));
     }
 
     #[test]

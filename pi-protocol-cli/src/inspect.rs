@@ -45,8 +45,11 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
                     }
                     Err(e) => (String::from("INVALID"), Some(e.with_offset(offset))),
                 };
-                let target = error.as_ref().filter(|e| e.kind() == ErrorKind::Schema).map(|e| e.path().collect());
-                let diagnosis = diag::diagnose(&payload, target);
+                // Mark the item at the error's field path (the whole message when the path is empty).
+                let target = error.as_ref().map(|e| e.path().collect());
+                // Keep the text in proportion to what will be printed, not to the frame.
+                let budget = if args.max_diag_chars == 0 { usize::MAX } else { (args.max_diag_chars * 8).max(1 << 20) };
+                let diagnosis = diag::diagnose_within(&payload, target, budget);
                 let label = match (&error, &diagnosis.message_type) {
                     (Some(_), Some(t)) => format!("INVALID ({t})"),
                     _ => label,

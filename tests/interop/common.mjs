@@ -16,6 +16,7 @@ export function log(entry) {
 export function wrap(socket, conn, Decoder, encode) {
   const decoder = new Decoder();
   const queue = [];
+  const raw = [];
   let wake = null;
   let ended = false;
   let failure = null;
@@ -27,6 +28,7 @@ export function wrap(socket, conn, Decoder, encode) {
     if (w) w();
   };
   socket.on("data", (chunk) => {
+    raw.push(Buffer.from(chunk));
     try {
       for (const message of decoder.push(new Uint8Array(chunk))) {
         log({ conn, received: message });
@@ -42,6 +44,7 @@ export function wrap(socket, conn, Decoder, encode) {
   const finish = () => {
     if (!ended) {
       ended = true;
+      log({ conn, receivedBytes: Buffer.concat(raw).toString("hex") });
       try {
         decoder.end();
       } catch (error) {

@@ -88,6 +88,7 @@ async function serve(socket, conn) {
   } finally {
     for (const timer of waiting.values()) clearTimeout(timer);
     socket.end();
+    await c.closed; // the peer's close: every byte it sent has been read and logged
   }
 }
 

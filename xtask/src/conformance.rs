@@ -47,7 +47,7 @@ pub fn run(args: &[&str]) -> Result<(), String> {
 #[cfg(feature = "conformance")]
 mod imp {
     use super::common::checks::check_case;
-    use super::gen::{decode_case, decode_cbor_case, encode_case, Rng};
+    use super::gen::{capture_case, decode_case, decode_cbor_case, encode_case, Captures, Rng};
     use super::oracle;
     use serde_json::{json, Value};
     use std::collections::{BTreeMap, HashSet};
@@ -103,11 +103,12 @@ mod imp {
 
     /// The request of case `index` of a run seeded with `seed` (each case has its own stream,
     /// so one case can be regenerated alone).
-    fn case(seed: u64, index: u64) -> Value {
+    fn case(seed: u64, index: u64, captures: &Captures) -> Value {
         let mut rng = Rng::new(seed ^ index.wrapping_mul(0xa076_1d64_78bd_642f));
         rng.next_u64();
         match rng.below(20) {
-            0..=10 => decode_case(&mut rng),
+            0 | 1 => capture_case(&mut rng, captures).unwrap_or_else(|| decode_case(&mut rng)),
+            2..=10 => decode_case(&mut rng),
             11..=15 => encode_case(&mut rng),
             _ => decode_cbor_case(&mut rng),
         }
@@ -133,13 +134,14 @@ mod imp {
             "conformance: {} cases, seed {:#x} (reproduce: cargo xtask conformance --cases {} --seed {:#x})",
             settings.cases, settings.seed, settings.cases, settings.seed
         );
+        let captures = Captures::load(&root.join("tests/captures"));
         let started = Instant::now();
         let mut per_op: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
         let mut disagreements = Vec::new();
         let mut start = 0;
         while start < settings.cases {
             let end = (start + BATCH).min(settings.cases);
-            let requests: Vec<Value> = (start..end).map(|i| case(settings.seed, i)).collect();
+            let requests: Vec<Value> = (start..end).map(|i| case(settings.seed, i, &captures)).collect();
             let verdicts = oracle::ask(&script, &requests)?;
             for (offset, (request, verdict)) in requests.iter().zip(&verdicts).enumerate() {
                 let index = start + offset as u64;

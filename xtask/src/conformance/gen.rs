@@ -884,3 +884,53 @@ pub fn decode_cbor_case(rng: &mut Rng) -> Value {
     }
     request
 }
+
+/// Whole frames (header included) cut from the captures of real traffic, by side.
+#[derive(Default)]
+pub struct Captures {
+    /// Frames a client sent.
+    pub client: Vec<Vec<u8>>,
+    /// Frames a server sent.
+    pub server: Vec<Vec<u8>>,
+}
+
+impl Captures {
+    /// Reads every `*.bin` capture in `dir`, split into frames (a truncated tail is dropped).
+    pub fn load(dir: &std::path::Path) -> Captures {
+        let mut captures = Captures::default();
+        let Ok(entries) = std::fs::read_dir(dir) else { return captures };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".bin") else { continue };
+            let Ok(bytes) = std::fs::read(entry.path()) else { continue };
+            let frames = if stem.ends_with("server") { &mut captures.server } else { &mut captures.client };
+            let mut at = 0;
+            while at + 4 <= bytes.len() {
+                let length = u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+                if at + 4 + length > bytes.len() {
+                    break;
+                }
+                frames.push(bytes[at..at + 4 + length].to_vec());
+                at += 4 + length;
+            }
+        }
+        captures
+    }
+}
+
+/// A `decode` request built from 1 to 5 consecutive captured frames, often damaged.
+pub fn capture_case(rng: &mut Rng, captures: &Captures) -> Option<Value> {
+    let side = if rng.chance(50) { "client" } else { "server" };
+    let frames = if side == "client" { &captures.client } else { &captures.server };
+    if frames.is_empty() {
+        return None;
+    }
+    let start = rng.index(frames.len());
+    let count = 1 + rng.index(5);
+    let mut stream: Vec<u8> = frames[start..(start + count).min(frames.len())].concat();
+    for _ in 0..rng.below(3) {
+        damage_bytes(rng, &mut stream);
+    }
+    let chunks: Vec<Value> = chunk(rng, &stream).iter().map(|c| json!(hex::encode(c))).collect();
+    Some(object(vec![("op", json!("decode")), ("side", json!(side)), ("chunks", Value::Array(chunks))]))
+}
