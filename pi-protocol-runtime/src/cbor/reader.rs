@@ -421,57 +421,87 @@ impl<'de> Reader<'de> {
     /// Skips one item like [`skip`](Self::skip) and reports its shape (nesting depth below it
     /// and widest container).
     ///
+    /// The walk is iterative: nesting costs a few bytes of an explicit stack per level (inline
+    /// for the first levels, so shallow items allocate nothing), never a call frame, so even
+    /// the deepest configurable item is safe on a small thread stack.
+    ///
     /// # Errors
     /// As [`skip`](Self::skip).
     pub fn skip_item(&mut self) -> Result<ItemShape, ProtocolError> {
-        let (m, ai) = self.initial()?;
-        match m {
-            major::UNSIGNED | major::NEGATIVE => {
-                self.integer_value(m, ai)?;
-                Ok(ItemShape::default())
-            }
-            major::BYTES => {
-                if !self.allow_bytes {
-                    return Err(ProtocolError::schema(Rule::ByteString));
-                }
-                self.string_body(ai)?;
-                Ok(ItemShape::default())
-            }
-            major::TEXT => {
-                self.text_body(ai)?;
-                Ok(ItemShape::default())
-            }
-            major::ARRAY => {
-                let n = self.container_length(ai, 1)?;
-                self.depth += 1;
-                let mut shape = ItemShape { depth: 1, widest: n as u32 };
-                for _ in 0..n {
-                    let inner = self.skip_item()?;
-                    shape.absorb(inner);
-                }
-                self.depth -= 1;
-                Ok(shape)
-            }
-            major::MAP => {
-                let n = self.container_length(ai, 2)?;
-                self.depth += 1;
-                let mut shape = ItemShape { depth: 1, widest: n as u32 };
-                let mut keys = KeySeen::new(n);
-                for _ in 0..n {
-                    let key = self.read_key()?;
-                    if !keys.insert(key) {
+        let mut shape = ItemShape::default();
+        let mut levels: InlineStack<Level, INLINE_LEVELS> = InlineStack::new();
+        let mut keys: InlineStack<&'de [u8], INLINE_KEYS> = InlineStack::new();
+        let mut key_sets: Vec<std::collections::HashSet<&'de [u8]>> = Vec::new();
+        loop {
+            if let Some(level) = levels.last_mut() {
+                if level.expect_key {
+                    let key = self.read_key()?.as_bytes();
+                    let fresh = if level.key_set != NO_KEY_SET {
+                        key_sets[level.key_set as usize].insert(key)
+                    } else if keys.as_slice()[level.keys_start..].contains(&key) {
+                        false
+                    } else {
+                        keys.push(key);
+                        true
+                    };
+                    if !fresh {
                         return Err(ProtocolError::cbor(Rule::DuplicateKey));
                     }
-                    let inner = self.skip_item()?;
-                    shape.absorb(inner);
+                    level.expect_key = false;
+                    continue;
                 }
-                self.depth -= 1;
-                Ok(shape)
+                level.remaining -= 1;
+                level.expect_key = level.is_map && level.remaining > 0;
             }
-            major::TAG => Err(ProtocolError::cbor(Rule::Tag)),
-            _ => {
-                self.simple(ai)?;
-                Ok(ItemShape::default())
+            let (m, ai) = self.initial()?;
+            match m {
+                major::UNSIGNED | major::NEGATIVE => {
+                    self.integer_value(m, ai)?;
+                }
+                major::BYTES => {
+                    if !self.allow_bytes {
+                        return Err(ProtocolError::schema(Rule::ByteString));
+                    }
+                    self.string_body(ai)?;
+                }
+                major::TEXT => {
+                    self.text_body(ai)?;
+                }
+                major::ARRAY | major::MAP => {
+                    let is_map = m == major::MAP;
+                    let n = self.container_length(ai, if is_map { 2 } else { 1 })?;
+                    shape.depth = shape.depth.max(levels.len() as u32 + 1);
+                    shape.widest = shape.widest.max(n as u32);
+                    if n > 0 {
+                        let key_set = if is_map && n > LINEAR_KEY_SCAN {
+                            key_sets.push(std::collections::HashSet::with_capacity(n.min(4096)));
+                            (key_sets.len() - 1) as u32
+                        } else {
+                            NO_KEY_SET
+                        };
+                        levels.push(Level { remaining: n, is_map, expect_key: is_map, keys_start: keys.len(), key_set });
+                        self.depth += 1;
+                    }
+                }
+                major::TAG => return Err(ProtocolError::cbor(Rule::Tag)),
+                _ => {
+                    self.simple(ai)?;
+                }
+            }
+            // Close every finished container; the item ends when none is open.
+            while let Some(level) = levels.last() {
+                if level.remaining > 0 || level.expect_key {
+                    break;
+                }
+                if level.key_set != NO_KEY_SET {
+                    key_sets.pop();
+                }
+                keys.truncate(level.keys_start);
+                levels.pop();
+                self.depth -= 1;
+            }
+            if levels.is_empty() {
+                return Ok(shape);
             }
         }
     }
@@ -558,12 +588,6 @@ impl<'de> std::ops::Deref for PeekedKeys<'de> {
     }
 }
 
-impl ItemShape {
-    fn absorb(&mut self, inner: ItemShape) {
-        self.depth = self.depth.max(inner.depth + 1);
-        self.widest = self.widest.max(inner.widest);
-    }
-}
 
 /// Checks a decoded float64: finite, and a safe integer when integral.
 #[inline]
@@ -582,41 +606,105 @@ fn truncated() -> ProtocolError {
     ProtocolError::cbor(Rule::Truncated)
 }
 
-/// Duplicate-key detection for one map: a linear scan over a stack array for small maps, a hash
-/// set beyond (its capacity bounded by the entries that can actually be present). The small
-/// variant is deliberately large: it lives on the stack so that small maps allocate nothing.
-#[allow(clippy::large_enum_variant)]
-enum KeySeen<'de> {
-    Small { keys: [&'de [u8]; LINEAR_KEY_SCAN], len: usize },
-    Large(std::collections::HashSet<&'de [u8]>),
+/// Entries of small maps are checked for duplicates by a linear scan; larger maps use a hash set.
+const LINEAR_KEY_SCAN: usize = 16;
+/// Container levels held without allocating while skipping.
+const INLINE_LEVELS: usize = 16;
+/// Keys of small maps held without allocating while skipping.
+const INLINE_KEYS: usize = 32;
+/// `Level::key_set` of a map checked by linear scan.
+const NO_KEY_SET: u32 = u32::MAX;
+
+/// One open container of an item being skipped.
+#[derive(Debug, Clone, Copy, Default)]
+struct Level {
+    /// Entries (array elements, map entries) still to read.
+    remaining: usize,
+    is_map: bool,
+    /// Whether the next item of this map is a key.
+    expect_key: bool,
+    /// Where this map's keys start in the shared key stack.
+    keys_start: usize,
+    /// Index of this map's hash set, or `NO_KEY_SET`.
+    key_set: u32,
 }
 
-const LINEAR_KEY_SCAN: usize = 16;
+/// A stack holding its first `N` elements inline and spilling to the heap beyond.
+struct InlineStack<T: Copy + Default, const N: usize> {
+    inline: [T; N],
+    len: usize,
+    spill: Vec<T>,
+}
 
-impl<'de> KeySeen<'de> {
+impl<T: Copy + Default, const N: usize> InlineStack<T, N> {
     #[inline]
-    fn new(n: usize) -> Self {
-        if n <= LINEAR_KEY_SCAN {
-            KeySeen::Small { keys: [&[]; LINEAR_KEY_SCAN], len: 0 }
+    fn new() -> Self {
+        InlineStack { inline: [T::default(); N], len: 0, spill: Vec::new() }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[T] {
+        if self.spill.is_empty() {
+            &self.inline[..self.len]
         } else {
-            KeySeen::Large(std::collections::HashSet::with_capacity(n.min(4096)))
+            &self.spill
         }
     }
 
-    /// Records `key`; returns `false` when it was already there.
     #[inline]
-    fn insert(&mut self, key: &'de str) -> bool {
-        let key = key.as_bytes();
-        match self {
-            KeySeen::Small { keys, len } => {
-                if keys[..*len].contains(&key) {
-                    return false;
-                }
-                keys[*len] = key;
-                *len += 1;
-                true
+    fn push(&mut self, value: T) {
+        if self.spill.is_empty() && self.len < N {
+            self.inline[self.len] = value;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.reserve(2 * N);
+                self.spill.extend_from_slice(&self.inline[..self.len]);
             }
-            KeySeen::Large(set) => set.insert(key),
+            self.spill.push(value);
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.len = len;
+            if !self.spill.is_empty() {
+                self.spill.truncate(len);
+                if len == 0 {
+                    // Keep the spill allocation's role: an empty spill means "inline".
+                    self.spill.clear();
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.truncate(self.len.saturating_sub(1));
+    }
+
+    #[inline]
+    fn last(&self) -> Option<&T> {
+        self.as_slice().last()
+    }
+
+    #[inline]
+    fn last_mut(&mut self) -> Option<&mut T> {
+        if self.spill.is_empty() {
+            self.inline[..self.len].last_mut()
+        } else {
+            self.spill.last_mut()
         }
     }
 }
