@@ -33,16 +33,23 @@ pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolErro
     parse(value)
 }
 
-fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
+/// Validates JSON as a `T` with the wire decoder's rules and the default limits.
+pub(crate) fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
     let cbor = Payload::from_value(value)?;
     decode_message(cbor.as_cbor(), CborLimits::default())
 }
 
-fn to_value<T: Encode>(message: &T) -> Value {
+/// The wire CBOR of a value of an envelope type, as it is (without validation).
+pub(crate) fn wire_cbor<T: Encode>(value: &T) -> Vec<u8> {
     let mut writer = Writer::new();
-    message.encode(&mut writer);
+    value.encode(&mut writer);
+    writer.into_vec()
+}
+
+/// Renders a value of an envelope type as JSON in wire key order.
+pub(crate) fn to_value<T: Encode>(value: &T) -> Value {
     // Whatever an `Encode` impl writes is strict JSON CBOR, so this conversion cannot fail.
-    Payload::from_cbor(writer.into_vec().into(), unbounded()).map(|p| p.to_value()).unwrap_or(Value::Null)
+    Payload::from_cbor(wire_cbor(value).into(), unbounded()).map(|p| p.to_value()).unwrap_or(Value::Null)
 }
 
 fn unbounded() -> CborLimits {

@@ -25,40 +25,26 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
-use pi_protocol_runtime::{decode_message, CborLimits, Decode, Encode, Payload, Writer};
+use pi_protocol_runtime::serde_impls::CborJson;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::*;
 
-/// Renders a value of an envelope type as JSON in wire key order.
-fn to_value<T: Encode>(value: &T) -> Value {
-    let mut writer = Writer::new();
-    value.encode(&mut writer);
-    let unbounded = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("within range");
-    // What an `Encode` impl writes is strict-JSON CBOR, so this conversion does not fail.
-    Payload::from_cbor(writer.into_vec().into(), unbounded).map(|p| p.to_value()).unwrap_or(Value::Null)
-}
-
-/// Validates JSON as a `T` with the wire decoder's rules and the default limits.
-fn from_value<T: for<'de> Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
-    let cbor = Payload::from_value(value)?;
-    decode_message(cbor.as_cbor(), CborLimits::default())
-}
-
 macro_rules! via_json {
     ($($ty:ty),* $(,)?) => {$(
         impl Serialize for $ty {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                to_value(self).serialize(serializer)
+                // Streams the wire encoding: no JSON value tree is built.
+                CborJson::new(&crate::json::wire_cbor(self)).serialize(serializer)
             }
         }
 
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let value = Value::deserialize(deserializer)?;
-                from_value(&value).map_err(D::Error::custom)
+                crate::json::parse(&value).map_err(D::Error::custom)
             }
         }
     )*};

@@ -165,7 +165,7 @@ fn decode(args: &DecodeArgs) -> Result<(), Failure> {
         Side::Client => {
             let mut decoder = ClientMessageDecoder::with_options(&options);
             pump(&mut input, &mut buf, &mut sink, |chunk, sink| {
-                decoder.push_each(chunk, |m| sink.take(m.map(|m| m.to_json())))
+                decoder.push_each(chunk, |m| sink.take(m))
             })?;
             if sink.error.is_none() {
                 decoder.end().map_err(|e| sink.error = Some(e)).ok();
@@ -174,7 +174,7 @@ fn decode(args: &DecodeArgs) -> Result<(), Failure> {
         Side::Server => {
             let mut decoder = ServerMessageDecoder::with_options(&options);
             pump(&mut input, &mut buf, &mut sink, |chunk, sink| {
-                decoder.push_each(chunk, |m| sink.take(m.map(|m| m.to_json())))
+                decoder.push_each(chunk, |m| sink.take(m))
             })?;
             if sink.error.is_none() {
                 decoder.end().map_err(|e| sink.error = Some(e)).ok();
@@ -200,12 +200,16 @@ struct Sink<'a, W: Write> {
 }
 
 impl<W: Write> Sink<'_, W> {
-    fn take(&mut self, message: Result<serde_json::Value, ProtocolError>) {
+    /// Writes a message as one JSON line (streamed from its wire encoding, so a huge payload
+    /// never becomes a value tree), or remembers the first error.
+    fn take<M: serde::Serialize>(&mut self, message: Result<M, ProtocolError>) {
         match message {
-            Ok(value) => {
+            Ok(message) => {
                 if self.io.is_none() {
-                    let line = serde_json::to_string(&value).unwrap_or_else(|_| "null".to_owned());
-                    if let Err(e) = writeln!(self.out, "{line}") {
+                    let written = serde_json::to_writer(&mut *self.out, &message)
+                        .map_err(io::Error::from)
+                        .and_then(|()| self.out.write_all(b"\n"));
+                    if let Err(e) = written {
                         self.io = Some(e);
                     }
                 }

@@ -25,7 +25,7 @@ pub mod message;
 pub mod number;
 pub mod pattern;
 pub mod payload;
-mod serde_impls;
+pub mod serde_impls;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
 pub use codec::{Decode, Encode, KeySet, Scalar, Tagged, Validate};
