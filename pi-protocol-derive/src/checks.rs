@@ -42,36 +42,37 @@ const SPELLED_OUT: usize = 16;
 /// no allocation).
 pub fn pattern_ok(value: &TokenStream, pattern: &Pattern) -> TokenStream {
     let length = Literal::usize_unsuffixed(pattern.length());
+    let mut tables = Vec::new();
     let mut tests = Vec::new();
     let mut offset = 0usize;
-    for segment in pattern.segments() {
+    for (index, segment) in pattern.segments().iter().enumerate() {
+        // One 256-entry table per segment: a byte is tested with one load, and the positions
+        // are combined with `&` (no branch per byte).
+        let table = quote::format_ident!("__CLASS{}", index);
         let alternatives = segment.ranges.iter().map(|&(lo, hi)| {
             let lo_lit = Literal::byte_character(lo);
-            if lo == hi {
-                quote!(#lo_lit)
-            } else {
-                let hi_lit = Literal::byte_character(hi);
-                quote!(#lo_lit..=#hi_lit)
-            }
+            let hi_lit = Literal::byte_character(hi);
+            quote!(#lo_lit..=#hi_lit)
         });
-        let alternatives: Vec<TokenStream> = alternatives.collect();
-        let single = match segment.ranges.as_slice() {
-            [(lo, hi)] if lo == hi => Some(Literal::byte_character(*lo)),
-            _ => None,
-        };
+        tables.push(quote! {
+            const #table: [bool; 256] = {
+                let mut __t = [false; 256];
+                let mut __b = 0usize;
+                while __b < 256 {
+                    __t[__b] = ::core::matches!(__b as u8, #(#alternatives)|*);
+                    __b += 1;
+                }
+                __t
+            };
+        });
         for i in offset..offset + segment.count.min(SPELLED_OUT) {
             let at = Literal::usize_unsuffixed(i);
-            tests.push(match &single {
-                Some(byte) => quote!(__bytes[#at] == #byte),
-                None => quote!(::core::matches!(__bytes[#at], #(#alternatives)|*)),
-            });
+            tests.push(quote!(#table[__bytes[#at] as usize]));
         }
         if segment.count > SPELLED_OUT {
             let start = Literal::usize_unsuffixed(offset + SPELLED_OUT);
             let end = Literal::usize_unsuffixed(offset + segment.count);
-            tests.push(quote! {
-                __bytes[#start..#end].iter().all(|&__b| ::core::matches!(__b, #(#alternatives)|*))
-            });
+            tests.push(quote!(__bytes[#start..#end].iter().all(|&__b| #table[__b as usize])));
         }
         offset += segment.count;
     }
@@ -79,9 +80,12 @@ pub fn pattern_ok(value: &TokenStream, pattern: &Pattern) -> TokenStream {
         return quote!(#value.is_empty());
     }
     quote! {
-        match <&[u8; #length] as ::core::convert::TryFrom<&[u8]>>::try_from(#value.as_bytes()) {
-            ::core::result::Result::Ok(__bytes) => #(#tests)&&*,
-            ::core::result::Result::Err(_) => false,
+        {
+            #(#tables)*
+            match <&[u8; #length] as ::core::convert::TryFrom<&[u8]>>::try_from(#value.as_bytes()) {
+                ::core::result::Result::Ok(__bytes) => #(#tests)&*,
+                ::core::result::Result::Err(_) => false,
+            }
         }
     }
 }

@@ -43,6 +43,9 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     let mut members = Vec::new();
     for (index, entry) in data.entries.iter().enumerate() {
         let key = entry.key();
+        // Keys are matched as bytes: a key equal to a schema key is valid UTF-8, and an unknown
+        // key ends the decode anyway (the CBOR rescan then reports invalid UTF-8 first).
+        let key_bytes = proc_macro2::Literal::byte_string(key.as_bytes());
         let missing = quote!(return ::core::result::Result::Err(#error::schema(#rule::MissingField).at(#key)));
         match entry {
             Entry::Literal(literal) => {
@@ -59,7 +62,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 };
                 slots.push(quote!(let mut #seen = false;));
                 arms.push(quote! {
-                    #key => {
+                    #key_bytes => {
                         if #seen {
                             #duplicate;
                         }
@@ -109,7 +112,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 };
                 slots.push(quote!(let mut #slot: ::core::option::Option<#ty> = ::core::option::Option::None;));
                 arms.push(quote! {
-                    #key => {
+                    #key_bytes => {
                         if #slot.is_some() {
                             #duplicate;
                         }
@@ -136,7 +139,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 let __count = __reader.enter_map()?;
                 #(#slots)*
                 for _ in 0..__count {
-                    match __reader.read_key()? {
+                    match __reader.read_key_bytes()? {
                         #(#arms)*
                         _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
                     }
@@ -196,7 +199,7 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
         let ty = variant.ty;
         let name = variant.ident;
         quote_spanned! {ty.span()=>
-            if <#ty as #krate::KeySet>::matches_keys(&__keys) {
+            if <#ty as #krate::KeySet>::matches_key_bytes(__keys) {
                 return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
             }
         }
@@ -215,9 +218,11 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
                     )*
                     __max
                 };
-                let ::core::option::Option::Some(__keys) = __reader.peek_map_keys(__MAX_KEYS)? else {
+                let mut __buffer: [&'de [u8]; __MAX_KEYS] = [b""; __MAX_KEYS];
+                let ::core::option::Option::Some(__count) = __reader.peek_map_keys_into(&mut __buffer)? else {
                     return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant));
                 };
+                let __keys = &__buffer[..__count];
                 #(#attempts)*
                 ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant))
             }

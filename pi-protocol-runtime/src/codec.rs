@@ -62,7 +62,15 @@ pub trait KeySet {
     /// Whether a map holding exactly `keys` has the shape of this type: every key is known and
     /// every required key is present. Values are not looked at.
     fn matches_keys(keys: &[&str]) -> bool {
-        keys.iter().all(|k| Self::KEYS.contains(k)) && Self::REQUIRED.iter().all(|r| keys.contains(r))
+        let bytes: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        Self::matches_key_bytes(&bytes)
+    }
+
+    /// [`matches_keys`](Self::matches_keys) for keys held as their UTF-8 bytes, as
+    /// [`Reader::peek_map_keys_into`](crate::Reader::peek_map_keys_into) lists them.
+    fn matches_key_bytes(keys: &[&[u8]]) -> bool {
+        keys.iter().all(|k| Self::KEYS.iter().any(|known| known.as_bytes() == *k))
+            && Self::REQUIRED.iter().all(|r| keys.contains(&r.as_bytes()))
     }
 }
 

@@ -225,7 +225,12 @@ pub enum PathSegment {
 /// assert_eq!(err.to_string(), "invalid message at target.serverId: string does not match the required pattern");
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct ProtocolError {
+pub struct ProtocolError(Box<Inner>);
+
+/// The error's content, boxed so that `Result<T, ProtocolError>` stays two words wide and hot
+/// decoding paths return it in registers.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Inner {
     kind: ErrorKind,
     rule: Rule,
     /// Path segments, innermost first (they are added as the error travels outwards).
@@ -237,7 +242,7 @@ impl ProtocolError {
     /// An error of `kind` for `rule`, with an empty path and no offset.
     #[cold]
     pub fn new(kind: ErrorKind, rule: Rule) -> Self {
-        ProtocolError { kind, rule, path: Vec::new(), offset: None }
+        ProtocolError(Box::new(Inner { kind, rule, path: Vec::new(), offset: None }))
     }
 
     /// A CBOR-level error (`ErrorKind::Cbor`).
@@ -261,36 +266,36 @@ impl ProtocolError {
     /// Prepends the object key `key` to the field path (call it as the error leaves a field).
     #[cold]
     pub fn at(mut self, key: &'static str) -> Self {
-        self.path.push(PathSegment::Key(key));
+        self.0.path.push(PathSegment::Key(key));
         self
     }
 
     /// Prepends the array index `index` to the field path.
     #[cold]
     pub fn at_index(mut self, index: u64) -> Self {
-        self.path.push(PathSegment::Index(index));
+        self.0.path.push(PathSegment::Index(index));
         self
     }
 
     /// Sets the byte offset (in the stream or buffer) of the frame or item that failed.
     pub fn with_offset(mut self, offset: u64) -> Self {
-        self.offset = Some(offset);
+        self.0.offset = Some(offset);
         self
     }
 
     /// Which layer refused the input.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The rule that failed.
     pub fn rule(&self) -> Rule {
-        self.rule
+        self.0.rule
     }
 
     /// The field path, outermost segment first.
     pub fn path(&self) -> impl Iterator<Item = PathSegment> + '_ {
-        self.path.iter().rev().copied()
+        self.0.path.iter().rev().copied()
     }
 
     /// The field path as dotted text, for example `target.serverId` or `call[3]`; empty at the
@@ -317,21 +322,21 @@ impl ProtocolError {
 
     /// The byte offset of the failing frame or item, when known.
     pub fn offset(&self) -> Option<u64> {
-        self.offset
+        self.0.offset
     }
 }
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = String::from(self.kind.as_str());
+        let mut text = String::from(self.0.kind.as_str());
         let path = self.path_string();
         if !path.is_empty() {
             text.push_str(" at ");
             text.push_str(&path);
         }
         text.push_str(": ");
-        text.push_str(&self.rule.to_string());
-        if let Some(offset) = self.offset {
+        text.push_str(&self.0.rule.to_string());
+        if let Some(offset) = self.0.offset {
             text.push_str(&format!(" (frame at byte {offset})"));
         }
         if text.chars().count() > MAX_ERROR_MESSAGE_LENGTH {
@@ -345,10 +350,10 @@ impl fmt::Display for ProtocolError {
 impl fmt::Debug for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtocolError")
-            .field("kind", &self.kind)
-            .field("rule", &self.rule)
+            .field("kind", &self.0.kind)
+            .field("rule", &self.0.rule)
             .field("path", &self.path_string())
-            .field("offset", &self.offset)
+            .field("offset", &self.0.offset)
             .finish()
     }
 }

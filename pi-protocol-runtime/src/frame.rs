@@ -71,6 +71,10 @@ pub struct FrameDecoder {
     partial: Vec<u8>,
     /// Stream offset of the first byte of `partial` (or of the next frame when it is empty).
     offset: u64,
+    /// Total length (header included) of the frame in `partial` once its header is complete and
+    /// checked; 0 while unknown. Lets a chunk that does not complete the frame be appended
+    /// without looking at the header again.
+    pending_total: usize,
     state: State,
 }
 
@@ -83,7 +87,13 @@ impl Default for FrameDecoder {
 impl FrameDecoder {
     /// A decoder with the default `maxFrameLength` of 16 MiB.
     pub fn new() -> Self {
-        FrameDecoder { max_frame_length: DEFAULT_MAX_FRAME_LENGTH, partial: Vec::new(), offset: 0, state: State::Open }
+        FrameDecoder {
+            max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
+            partial: Vec::new(),
+            offset: 0,
+            pending_total: 0,
+            state: State::Open,
+        }
     }
 
     /// A decoder accepting payloads of at most `max_frame_length` bytes.
@@ -115,6 +125,7 @@ impl FrameDecoder {
         !self.partial.is_empty()
     }
 
+    #[inline]
     fn check_state(&self) -> Result<(), ProtocolError> {
         match self.state {
             State::Open => Ok(()),
@@ -142,7 +153,32 @@ impl FrameDecoder {
     /// # Errors
     /// `Frame`/`FrameTooLong` as soon as a header announces too much (before its payload is
     /// buffered); `State` errors once failed or ended; whatever `on_frame` returns.
-    pub fn push_with<F>(&mut self, chunk: &[u8], mut on_frame: F) -> Result<(), ProtocolError>
+    #[inline]
+    pub fn push_with<F>(&mut self, chunk: &[u8], on_frame: F) -> Result<(), ProtocolError>
+    where
+        F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
+    {
+        // Fast path: the chunk continues a frame whose header is known and does not complete it
+        // (a stream arriving in small pieces). Nothing to check: append and return.
+        if self.state == State::Open
+            && self.pending_total != 0
+            && self.partial.len() + chunk.len() < self.pending_total
+            && self.partial.len() + chunk.len() <= self.partial.capacity()
+        {
+            if let [byte] = chunk {
+                self.partial.push(*byte);
+            } else {
+                self.partial.extend_from_slice(chunk);
+            }
+            return Ok(());
+        }
+        self.push_slow(chunk, on_frame)
+    }
+
+    /// Everything but the fast path of [`push_with`](Self::push_with), kept out of line so that
+    /// the fast path inlines into the caller.
+    #[inline(never)]
+    fn push_slow<F>(&mut self, chunk: &[u8], mut on_frame: F) -> Result<(), ProtocolError>
     where
         F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
     {
@@ -151,6 +187,7 @@ impl FrameDecoder {
         if result.is_err() {
             self.state = State::Failed;
             self.partial = Vec::new();
+            self.pending_total = 0;
         }
         result
     }
@@ -171,13 +208,15 @@ impl FrameDecoder {
             }
             let header = [self.partial[0], self.partial[1], self.partial[2], self.partial[3]];
             let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
+            self.pending_total = total;
             let take = (total - self.partial.len()).min(chunk.len());
-            self.grow_partial(take, total);
+            self.reserve_partial(take, total);
             self.partial.extend_from_slice(&chunk[..take]);
             chunk = &chunk[take..];
             if self.partial.len() < total {
                 return Ok(());
             }
+            self.pending_total = 0;
             let frame = std::mem::take(&mut self.partial);
             let offset = self.offset;
             self.offset += total as u64;
@@ -206,18 +245,28 @@ impl FrameDecoder {
             if chunk.len() >= FRAME_HEADER_LENGTH {
                 let header = [chunk[0], chunk[1], chunk[2], chunk[3]];
                 let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
-                self.grow_partial(chunk.len(), total);
+                self.pending_total = total;
+                self.reserve_partial(chunk.len(), total);
             }
             self.partial.extend_from_slice(chunk);
         }
         Ok(())
     }
 
+    /// Makes room in the partial buffer for `more` bytes of a frame of `total` bytes.
+    #[inline]
+    fn reserve_partial(&mut self, more: usize, total: usize) {
+        if self.partial.len() + more > self.partial.capacity() {
+            self.grow_partial(more, total);
+        }
+    }
+
     /// Grows the partial buffer for `more` bytes of a frame of `total` bytes: capacity at most
     /// doubles what has arrived, and never exceeds the frame.
+    #[cold]
     fn grow_partial(&mut self, more: usize, total: usize) {
         let needed = self.partial.len() + more;
-        if needed > self.partial.capacity() {
+        {
             let target = needed.max(self.partial.capacity().saturating_mul(2)).min(total).max(needed);
             self.partial.reserve_exact(target - self.partial.len());
         }
@@ -233,6 +282,7 @@ impl FrameDecoder {
         if !self.partial.is_empty() {
             self.state = State::Failed;
             self.partial = Vec::new();
+            self.pending_total = 0;
             return Err(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(self.offset));
         }
         self.state = State::Ended;
@@ -243,5 +293,6 @@ impl FrameDecoder {
     pub fn fail(&mut self) {
         self.state = State::Failed;
         self.partial = Vec::new();
+        self.pending_total = 0;
     }
 }

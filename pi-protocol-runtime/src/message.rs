@@ -122,7 +122,7 @@ where
     T: Encode + Validate,
 {
     message.validate()?;
-    let mut writer = Writer::from_vec(vec![0; FRAME_HEADER_LENGTH]);
+    let mut writer = Writer::from_vec(frame_buffer());
     message.encode(&mut writer);
     let mut frame = writer_checked(writer, options.limits)?;
     let len = frame.len() - FRAME_HEADER_LENGTH;
@@ -130,6 +130,17 @@ where
     frame[..FRAME_HEADER_LENGTH].copy_from_slice(&(len as u32).to_be_bytes());
     Ok(frame)
 }
+
+/// A buffer holding a zeroed frame header, with room for a typical envelope: growing a `Vec`
+/// from 4 bytes one doubling at a time costs several reallocations per small message.
+fn frame_buffer() -> Vec<u8> {
+    let mut buffer = Vec::with_capacity(INITIAL_FRAME_CAPACITY);
+    buffer.extend_from_slice(&[0; FRAME_HEADER_LENGTH]);
+    buffer
+}
+
+/// Initial capacity of an encoder's buffer, in bytes.
+const INITIAL_FRAME_CAPACITY: usize = 512;
 
 /// Levels an envelope may add above its deepest opaque payload before the exact check runs.
 const ENVELOPE_DEPTH_MARGIN: u32 = 4;
@@ -227,6 +238,7 @@ where
     }
 
     /// Like [`push`](Self::push), calling `on_message` for each result instead of collecting them.
+    #[inline]
     pub fn push_each<F>(&mut self, chunk: &[u8], mut on_message: F)
     where
         F: FnMut(Result<T, ProtocolError>),

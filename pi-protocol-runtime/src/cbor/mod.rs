@@ -5,6 +5,6 @@ pub mod reader;
 pub mod value;
 pub mod writer;
 
-pub use reader::{ItemShape, PeekedKeys, Reader, MAX_SAFE_INTEGER};
+pub use reader::{ItemShape, Reader, MAX_SAFE_INTEGER};
 pub use value::{decode_cbor, encode_cbor, CborValue};
 pub use writer::{is_encodable_number, Writer};

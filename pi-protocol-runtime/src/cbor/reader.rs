@@ -198,6 +198,17 @@ impl<'de> Reader<'de> {
         std::str::from_utf8(body).map_err(|_| ProtocolError::cbor(Rule::InvalidUtf8))
     }
 
+    /// Skips a text string body, checking only that it is valid UTF-8 (no `&str` is needed).
+    #[inline]
+    fn skip_text_body(&mut self, ai: u8) -> Result<(), ProtocolError> {
+        let body = self.string_body(ai)?;
+        if is_utf8(body) {
+            Ok(())
+        } else {
+            Err(ProtocolError::cbor(Rule::InvalidUtf8))
+        }
+    }
+
     /// Reads a container count and checks the container limit and the remaining input
     /// (`min_entry_bytes` per entry).
     #[inline]
@@ -311,6 +322,24 @@ impl<'de> Reader<'de> {
             return Err(ProtocolError::cbor(Rule::NonTextKey));
         }
         self.text_body(ai)
+    }
+
+    /// Reads a map key, which must be a text string, as its UTF-8 bytes (validated).
+    ///
+    /// # Errors
+    /// As [`read_key`](Self::read_key).
+    #[inline]
+    pub fn read_key_bytes(&mut self) -> Result<&'de [u8], ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::TEXT {
+            return Err(ProtocolError::cbor(Rule::NonTextKey));
+        }
+        let body = self.string_body(ai)?;
+        if is_utf8(body) {
+            Ok(body)
+        } else {
+            Err(ProtocolError::cbor(Rule::InvalidUtf8))
+        }
     }
 
     /// Reads a text string.
@@ -435,7 +464,7 @@ impl<'de> Reader<'de> {
         loop {
             if let Some(level) = levels.last_mut() {
                 if level.expect_key {
-                    let key = self.read_key()?.as_bytes();
+                    let key = self.read_key_bytes()?;
                     let fresh = if level.key_set != NO_KEY_SET {
                         key_sets[level.key_set as usize].insert(key)
                     } else if keys.as_slice()[level.keys_start..].contains(&key) {
@@ -465,7 +494,7 @@ impl<'de> Reader<'de> {
                     self.string_body(ai)?;
                 }
                 major::TEXT => {
-                    self.text_body(ai)?;
+                    self.skip_text_body(ai)?;
                 }
                 major::ARRAY | major::MAP => {
                     let is_map = m == major::MAP;
@@ -520,8 +549,8 @@ impl<'de> Reader<'de> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
         for _ in 0..n {
-            let k = probe.read_key()?;
-            if k == key {
+            let k = probe.read_key_bytes()?;
+            if k == key.as_bytes() {
                 return probe.read_scalar().map(Some);
             }
             probe.skip()?;
@@ -529,65 +558,25 @@ impl<'de> Reader<'de> {
         Ok(None)
     }
 
-    /// With the cursor at a map head, lists its keys in wire order without moving the cursor, or
-    /// returns `Ok(None)` when the map has more than `max` entries. Up to
-    /// [`PeekedKeys::INLINE`] keys are held without allocating.
+    /// With the cursor at a map head, writes its keys in wire order into `out` without moving
+    /// the cursor and returns how many there are, or `Ok(None)` when the map has more entries
+    /// than `out` holds. Allocates nothing.
     ///
     /// # Errors
     /// As [`peek_map_value`](Self::peek_map_value).
-    pub fn peek_map_keys(&self, max: usize) -> Result<Option<PeekedKeys<'de>>, ProtocolError> {
+    pub fn peek_map_keys_into(&self, out: &mut [&'de [u8]]) -> Result<Option<usize>, ProtocolError> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
-        if n > max {
+        if n > out.len() {
             return Ok(None);
         }
-        let mut keys = PeekedKeys::with_capacity(n);
-        for _ in 0..n {
-            keys.push(probe.read_key()?);
+        for slot in out.iter_mut().take(n) {
+            *slot = probe.read_key_bytes()?;
             probe.skip()?;
         }
-        Ok(Some(keys))
+        Ok(Some(n))
     }
 }
-
-/// The keys of a map, as [`Reader::peek_map_keys`] lists them; derefs to `[&str]`.
-#[derive(Debug, Clone)]
-pub struct PeekedKeys<'de> {
-    inline: [&'de str; PeekedKeys::INLINE],
-    len: usize,
-    spilled: Vec<&'de str>,
-}
-
-impl<'de> PeekedKeys<'de> {
-    /// How many keys are held without allocating.
-    pub const INLINE: usize = 8;
-
-    fn with_capacity(n: usize) -> Self {
-        let spilled = if n > Self::INLINE { Vec::with_capacity(n) } else { Vec::new() };
-        PeekedKeys { inline: [""; Self::INLINE], len: 0, spilled }
-    }
-
-    fn push(&mut self, key: &'de str) {
-        if self.spilled.capacity() > 0 {
-            self.spilled.push(key);
-        } else {
-            self.inline[self.len] = key;
-        }
-        self.len += 1;
-    }
-}
-
-impl<'de> std::ops::Deref for PeekedKeys<'de> {
-    type Target = [&'de str];
-    fn deref(&self) -> &[&'de str] {
-        if self.spilled.capacity() > 0 {
-            &self.spilled
-        } else {
-            &self.inline[..self.len]
-        }
-    }
-}
-
 
 /// Checks a decoded float64: finite, and a safe integer when integral.
 #[inline]
@@ -595,10 +584,22 @@ pub(crate) fn check_float(v: f64) -> Result<(), ProtocolError> {
     if !v.is_finite() {
         return Err(ProtocolError::cbor(Rule::NonFiniteNumber));
     }
-    if v.fract() == 0.0 && v.abs() > MAX_SAFE_INTEGER as f64 {
+    // Every float64 beyond 2^53 - 1 in magnitude is integral, so no `fract()` (a libm call) is needed.
+    if v.abs() > MAX_SAFE_INTEGER as f64 {
         return Err(ProtocolError::cbor(Rule::UnsafeInteger));
     }
     Ok(())
+}
+
+/// Whether `bytes` is valid UTF-8: an ASCII scan for short strings (keys, ids), the standard
+/// library's validator for long or non-ASCII ones. Short strings dominate envelopes and payload
+/// keys, and `std::str::from_utf8` has a fixed cost per call that this avoids.
+#[inline]
+pub(crate) fn is_utf8(bytes: &[u8]) -> bool {
+    if bytes.len() <= 64 && bytes.is_ascii() {
+        return true;
+    }
+    std::str::from_utf8(bytes).is_ok()
 }
 
 #[cold]

@@ -132,7 +132,7 @@ impl Writer {
     /// finite value as float64. The caller guarantees [`is_encodable_number`].
     #[inline]
     pub fn number(&mut self, n: f64) {
-        if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 && !(n == 0.0 && n.is_sign_negative()) {
+        if n.abs() <= MAX_SAFE_INTEGER as f64 && (n as i64) as f64 == n && !(n == 0.0 && n.is_sign_negative()) {
             self.integer(n as i64);
         } else {
             self.buf.push(0xfb);
@@ -157,5 +157,6 @@ impl Writer {
 
 /// Whether `n` can be written as a JSON number: finite, and within +-(2^53 - 1) when integral.
 pub fn is_encodable_number(n: f64) -> bool {
-    n.is_finite() && !(n.fract() == 0.0 && n.abs() > MAX_SAFE_INTEGER as f64)
+    // Every float64 beyond 2^53 - 1 in magnitude is integral.
+    n.is_finite() && n.abs() <= MAX_SAFE_INTEGER as f64
 }
