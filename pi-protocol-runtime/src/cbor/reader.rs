@@ -123,12 +123,22 @@ impl<'de> Reader<'de> {
         }
     }
 
+    /// Reads the argument of the initial byte at the cursor (`ai` is its additional information,
+    /// at most 27) and moves past it.
+    #[inline(always)]
+    fn argument(&mut self, ai: u8) -> Result<u64, ProtocolError> {
+        if ai < 24 {
+            self.pos += 1;
+            return Ok(u64::from(ai));
+        }
+        self.wide_argument(ai)
+    }
+
     /// Reads an argument of `1 << (ai - 24)` bytes following the initial byte.
     #[inline]
-    fn argument(&mut self, ai: u8) -> Result<u64, ProtocolError> {
+    fn wide_argument(&mut self, ai: u8) -> Result<u64, ProtocolError> {
         let start = self.pos + 1;
         let (value, width) = match ai {
-            0..=23 => (u64::from(ai), 0),
             24 => (u64::from(*self.input.get(start).ok_or_else(truncated)?), 1),
             25 => {
                 let b = self.input.get(start..start + 2).ok_or_else(truncated)?;
@@ -138,11 +148,10 @@ impl<'de> Reader<'de> {
                 let b = self.input.get(start..start + 4).ok_or_else(truncated)?;
                 (u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])), 4)
             }
-            27 => {
+            _ => {
                 let b = self.input.get(start..start + 8).ok_or_else(truncated)?;
                 (u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]), 8)
             }
-            _ => unreachable!("argument() is only called with ai <= 27"),
         };
         self.pos = start + width;
         Ok(value)
@@ -156,40 +165,48 @@ impl<'de> Reader<'de> {
             return Err(ProtocolError::cbor(Rule::DepthLimit { limit: u64::from(self.limits.max_depth()) }));
         }
         let (m, ai) = (b >> 5, b & 0x1f);
-        match ai {
-            28..=30 => Err(ProtocolError::cbor(Rule::ReservedAdditionalInfo)),
-            31 => Err(ProtocolError::cbor(match m {
-                major::BYTES | major::TEXT | major::ARRAY | major::MAP => Rule::IndefiniteLength,
-                major::SIMPLE => Rule::UnexpectedBreak,
-                _ => Rule::ReservedAdditionalInfo,
-            })),
-            _ => Ok((m, ai)),
+        if ai >= 28 {
+            return Err(reserved_or_indefinite(m, ai));
         }
+        Ok((m, ai))
     }
 
-    /// Reads a length argument and checks it against the remaining input (each unit being at
-    /// least `unit` bytes), so no declared length can exceed what actually arrived.
+    /// The initial byte's parts, like [`initial`](Self::initial) but without the depth check, for
+    /// entries of a container whose children's depth was checked when it was opened.
     #[inline]
-    fn length(&mut self, ai: u8) -> Result<usize, ProtocolError> {
-        let n = self.argument(ai)?;
-        if n > MAX_SAFE_INTEGER {
-            return Err(ProtocolError::cbor(Rule::LengthOutOfRange));
+    fn initial_at_checked_depth(&self) -> Result<(u8, u8), ProtocolError> {
+        let b = self.peek_byte()?;
+        let (m, ai) = (b >> 5, b & 0x1f);
+        if ai >= 28 {
+            return Err(reserved_or_indefinite(m, ai));
         }
-        Ok(n as usize)
+        Ok((m, ai))
     }
 
     #[inline]
     fn string_body(&mut self, ai: u8) -> Result<&'de [u8], ProtocolError> {
-        let n = self.length(ai)?;
-        if n as u64 > u64::from(self.limits.max_byte_length()) {
-            return Err(ProtocolError::cbor(Rule::ByteLengthLimit { limit: u64::from(self.limits.max_byte_length()) }));
-        }
+        let n = self.argument(ai)?;
         let start = self.pos;
-        if n > self.input.len() - start {
-            return Err(truncated());
+        // One test for the common case: the length fits both the input and the limit.
+        if n <= (self.input.len() - start) as u64 && n <= u64::from(self.limits.max_byte_length()) {
+            let end = start + n as usize;
+            self.pos = end;
+            return Ok(&self.input[start..end]);
         }
-        self.pos = start + n;
-        Ok(&self.input[start..start + n])
+        Err(self.string_length_error(n))
+    }
+
+    /// Why a string of declared length `n` cannot be read: beyond 2^53 - 1, beyond the limit,
+    /// or beyond the input, checked in that order.
+    #[cold]
+    fn string_length_error(&self, n: u64) -> ProtocolError {
+        if n > MAX_SAFE_INTEGER {
+            ProtocolError::cbor(Rule::LengthOutOfRange)
+        } else if n > u64::from(self.limits.max_byte_length()) {
+            ProtocolError::cbor(Rule::ByteLengthLimit { limit: u64::from(self.limits.max_byte_length()) })
+        } else {
+            truncated()
+        }
     }
 
     #[inline]
@@ -457,6 +474,32 @@ impl<'de> Reader<'de> {
     /// # Errors
     /// As [`skip`](Self::skip).
     pub fn skip_item(&mut self) -> Result<ItemShape, ProtocolError> {
+        match self.peek_major() {
+            Some(major::ARRAY | major::MAP) => self.skip_nested(),
+            _ => {
+                self.skip_scalar()?;
+                Ok(ItemShape::default())
+            }
+        }
+    }
+
+    /// Skips one item that is not an array or map (a scalar, a string, or something refused).
+    #[inline]
+    fn skip_scalar(&mut self) -> Result<(), ProtocolError> {
+        let (m, ai) = self.initial()?;
+        match m {
+            major::UNSIGNED | major::NEGATIVE => self.integer_value(m, ai).map(drop),
+            major::BYTES if !self.allow_bytes => Err(ProtocolError::schema(Rule::ByteString)),
+            major::BYTES => self.string_body(ai).map(drop),
+            major::TEXT => self.skip_text_body(ai),
+            major::TAG => Err(ProtocolError::cbor(Rule::Tag)),
+            major::SIMPLE => self.simple(ai).map(drop),
+            _ => unreachable!("containers are skipped by skip_nested"),
+        }
+    }
+
+    /// Skips an array or map with an explicit stack (see [`skip_item`](Self::skip_item)).
+    fn skip_nested(&mut self) -> Result<ItemShape, ProtocolError> {
         let mut shape = ItemShape::default();
         let mut levels: InlineStack<Level, INLINE_LEVELS> = InlineStack::new();
         let mut keys: InlineStack<&'de [u8], INLINE_KEYS> = InlineStack::new();
@@ -464,7 +507,14 @@ impl<'de> Reader<'de> {
         loop {
             if let Some(level) = levels.last_mut() {
                 if level.expect_key {
-                    let key = self.read_key_bytes()?;
+                    let (m, ai) = self.initial_at_checked_depth()?;
+                    if m != major::TEXT {
+                        return Err(ProtocolError::cbor(Rule::NonTextKey));
+                    }
+                    let key = self.string_body(ai)?;
+                    if !is_utf8(key) {
+                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                    }
                     let fresh = if level.key_set != NO_KEY_SET {
                         key_sets[level.key_set as usize].insert(key)
                     } else if keys.as_slice()[level.keys_start..].contains(&key) {
@@ -482,7 +532,7 @@ impl<'de> Reader<'de> {
                 level.remaining -= 1;
                 level.expect_key = level.is_map && level.remaining > 0;
             }
-            let (m, ai) = self.initial()?;
+            let (m, ai) = if levels.is_empty() { self.initial()? } else { self.initial_at_checked_depth()? };
             match m {
                 major::UNSIGNED | major::NEGATIVE => {
                     self.integer_value(m, ai)?;
@@ -502,6 +552,12 @@ impl<'de> Reader<'de> {
                     shape.depth = shape.depth.max(levels.len() as u32 + 1);
                     shape.widest = shape.widest.max(n as u32);
                     if n > 0 {
+                        // The entries are one level deeper: check that depth once for all of them.
+                        if self.depth + 1 > self.limits.max_depth() {
+                            return Err(ProtocolError::cbor(Rule::DepthLimit {
+                                limit: u64::from(self.limits.max_depth()),
+                            }));
+                        }
                         let key_set = if is_map && n > LINEAR_KEY_SCAN {
                             key_sets.push(std::collections::HashSet::with_capacity(n.min(4096)));
                             (key_sets.len() - 1) as u32
@@ -600,6 +656,16 @@ pub(crate) fn is_utf8(bytes: &[u8]) -> bool {
         return true;
     }
     std::str::from_utf8(bytes).is_ok()
+}
+
+/// The error for additional information 28-31 in major type `m`.
+#[cold]
+fn reserved_or_indefinite(m: u8, ai: u8) -> ProtocolError {
+    ProtocolError::cbor(match (ai, m) {
+        (31, major::BYTES | major::TEXT | major::ARRAY | major::MAP) => Rule::IndefiniteLength,
+        (31, major::SIMPLE) => Rule::UnexpectedBreak,
+        _ => Rule::ReservedAdditionalInfo,
+    })
 }
 
 #[cold]
