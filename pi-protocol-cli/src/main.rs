@@ -164,18 +164,14 @@ fn decode(args: &DecodeArgs) -> Result<(), Failure> {
     match args.common.side {
         Side::Client => {
             let mut decoder = ClientMessageDecoder::with_options(&options);
-            pump(&mut input, &mut buf, &mut sink, |chunk, sink| {
-                decoder.push_each(chunk, |m| sink.take(m))
-            })?;
+            pump(&mut input, &mut buf, &mut sink, |chunk, sink| decoder.push_each(chunk, |m| sink.take(m)))?;
             if sink.error.is_none() {
                 decoder.end().map_err(|e| sink.error = Some(e)).ok();
             }
         }
         Side::Server => {
             let mut decoder = ServerMessageDecoder::with_options(&options);
-            pump(&mut input, &mut buf, &mut sink, |chunk, sink| {
-                decoder.push_each(chunk, |m| sink.take(m))
-            })?;
+            pump(&mut input, &mut buf, &mut sink, |chunk, sink| decoder.push_each(chunk, |m| sink.take(m)))?;
             if sink.error.is_none() {
                 decoder.end().map_err(|e| sink.error = Some(e)).ok();
             }

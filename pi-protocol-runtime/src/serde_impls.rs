@@ -85,8 +85,9 @@ impl<'a> CborJson<'a> {
 
 impl Serialize for CborJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let limits = CborLimits::new(MAX_CONFIGURABLE_LENGTH, MAX_CONFIGURABLE_LENGTH, u64::from(MAX_CONFIGURABLE_DEPTH))
-            .map_err(S::Error::custom)?;
+        let limits =
+            CborLimits::new(MAX_CONFIGURABLE_LENGTH, MAX_CONFIGURABLE_LENGTH, u64::from(MAX_CONFIGURABLE_DEPTH))
+                .map_err(S::Error::custom)?;
         let reader = RefCell::new(Reader::new(self.cbor, limits));
         let out = Item(&reader).serialize(serializer)?;
         if !reader.borrow().is_at_end() {

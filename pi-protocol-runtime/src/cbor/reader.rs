@@ -564,7 +564,13 @@ impl<'de> Reader<'de> {
                         } else {
                             NO_KEY_SET
                         };
-                        levels.push(Level { remaining: n, is_map, expect_key: is_map, keys_start: keys.len(), key_set });
+                        levels.push(Level {
+                            remaining: n,
+                            is_map,
+                            expect_key: is_map,
+                            keys_start: keys.len(),
+                            key_set,
+                        });
                         self.depth += 1;
                     }
                 }
