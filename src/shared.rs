@@ -49,6 +49,7 @@ where
         SharedDecoder { frames, limits: options.limits(), _message: PhantomData }
     }
 
+    #[inline]
     fn push_each<F: FnMut(Result<T, ProtocolError>)>(&mut self, chunk: &Bytes, mut on_message: F) {
         let limits = self.limits;
         let result = self.frames.push_with(chunk, |payload, offset| {
@@ -102,6 +103,7 @@ macro_rules! shared_decoder {
 
             /// Like [`push`](Self::push), handing each result to `on_message` instead of
             /// collecting them.
+            #[inline]
             pub fn push_each<F: FnMut(Result<$message, ProtocolError>)>(&mut self, chunk: &Bytes, on_message: F) {
                 self.inner.push_each(chunk, on_message)
             }

@@ -198,8 +198,10 @@ fn deep_nesting_child() {
         return;
     }
     let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), u64::from(MAX_CONFIGURABLE_DEPTH)).unwrap();
+    // PI_STACK_KIB lets one probe how small a stack still works (2 MiB when unset).
+    let stack = std::env::var("PI_STACK_KIB").ok().and_then(|k| k.parse::<usize>().ok()).map_or(2 * MIB, |k| k * KIB);
     std::thread::Builder::new()
-        .stack_size(2 * MIB)
+        .stack_size(stack)
         .spawn(move || {
             check_nesting_at_the_limit();
             check_deep_nesting(limits);
