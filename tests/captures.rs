@@ -5,9 +5,10 @@
 mod common;
 
 use common::repo_file;
+use pi_protocol::runtime::MessageDecoder;
 use pi_protocol::{
     encode_client_message, encode_server_message, ClientMessage, ClientMessageDecoder, ErrorKind, ProtocolError, Rule,
-    ServerMessage, ServerMessageDecoder,
+    ServerMessage,
 };
 use serde_json::Value;
 
@@ -19,9 +20,13 @@ fn expected(name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Decodes `bytes` in chunks of `chunk` bytes; returns the messages and the first error.
-fn decode_client(bytes: &[u8], chunk: usize) -> (Vec<ClientMessage>, Option<ProtocolError>) {
-    let mut d = ClientMessageDecoder::new();
+/// Decodes `bytes` in chunks of `chunk` bytes with the streaming decoder the facade's client
+/// and server decoders are made of; returns the messages and the first error.
+fn decode<T: for<'de> pi_protocol::runtime::Decode<'de>>(
+    bytes: &[u8],
+    chunk: usize,
+) -> (Vec<T>, Option<ProtocolError>) {
+    let mut d = MessageDecoder::<T>::new();
     let mut out = Vec::new();
     for piece in bytes.chunks(chunk) {
         for r in d.push(piece) {
@@ -34,18 +39,12 @@ fn decode_client(bytes: &[u8], chunk: usize) -> (Vec<ClientMessage>, Option<Prot
     (out, d.end().err())
 }
 
+fn decode_client(bytes: &[u8], chunk: usize) -> (Vec<ClientMessage>, Option<ProtocolError>) {
+    decode(bytes, chunk)
+}
+
 fn decode_server(bytes: &[u8], chunk: usize) -> (Vec<ServerMessage>, Option<ProtocolError>) {
-    let mut d = ServerMessageDecoder::new();
-    let mut out = Vec::new();
-    for piece in bytes.chunks(chunk) {
-        for r in d.push(piece) {
-            match r {
-                Ok(m) => out.push(m),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-    }
-    (out, d.end().err())
+    decode(bytes, chunk)
 }
 
 #[test]
