@@ -2,7 +2,8 @@
 # Live interop test: the Rust example server against a client on the published TypeScript package
 # @earendil-works/pi-protocol@0.85.1, and the Rust example client against a small server on the same
 # package, over TCP loopback. Skips (exit 0, with a message) when node or npm is missing.
-# Usage: tests/interop/run.sh   (from anywhere; CARGO_TARGET_DIR is honoured)
+# Usage: tests/interop/run.sh   (from anywhere; the examples build into CARGO_TARGET_DIR when it is set,
+# the npm package always installs into <repo>/target/interop-node)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
