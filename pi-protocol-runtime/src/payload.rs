@@ -8,6 +8,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::cbor::reader::{ItemShape, MAX_SAFE_INTEGER};
 use crate::cbor::writer::is_encodable_number;
+use crate::cbor::tree::{self, TreeBuilder};
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError, Rule};
@@ -224,34 +225,35 @@ fn json_number(n: &Number) -> Result<f64, ProtocolError> {
 /// # Errors
 /// Any error of the reader (byte strings included, as the reader is in message mode).
 pub(crate) fn read_value(r: &mut Reader<'_>) -> Result<Value, ProtocolError> {
-    match r.peek_major() {
-        Some(4) => {
-            let n = r.enter_array()?;
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..n {
-                items.push(read_value(r)?);
-            }
-            r.leave();
-            Ok(Value::Array(items))
-        }
-        Some(5) => {
-            let n = r.enter_map()?;
-            let mut map = Map::with_capacity(n);
-            for _ in 0..n {
-                let k = r.read_key()?.to_owned();
-                let v = read_value(r)?;
-                map.insert(k, v);
-            }
-            r.leave();
-            Ok(Value::Object(map))
-        }
-        _ => Ok(match r.read_scalar()? {
-            crate::Scalar::Null => Value::Null,
+    tree::build::<JsonTree>(r)
+}
+
+/// Builds `serde_json::Value`s.
+struct JsonTree;
+
+impl TreeBuilder for JsonTree {
+    type Node = Value;
+
+    fn scalar(scalar: crate::Scalar<'_>) -> Value {
+        match scalar {
+            crate::Scalar::Null | crate::Scalar::Other => Value::Null,
             crate::Scalar::Bool(b) => Value::Bool(b),
             crate::Scalar::Text(t) => Value::String(t.to_owned()),
             crate::Scalar::Number(n) => number_value(n),
-            crate::Scalar::Other => Value::Null,
-        }),
+        }
+    }
+
+    fn bytes(_: &[u8]) -> Value {
+        // Payloads are validated strict JSON: a byte string never reaches here.
+        Value::Null
+    }
+
+    fn array(items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    fn map(entries: Vec<(String, Value)>) -> Value {
+        Value::Object(entries.into_iter().collect::<Map<String, Value>>())
     }
 }
 

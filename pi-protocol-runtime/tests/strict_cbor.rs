@@ -186,3 +186,34 @@ fn a_partial_frame_buffer_grows_with_what_arrived_not_with_the_header() {
         assert!(d.buffered_capacity() <= 2 * received);
     }
 }
+
+#[test]
+fn trees_of_the_deepest_configurable_item_build_on_a_small_stack() {
+    // 512 nested arrays around null: the deepest item maxDepth 512 admits. Building its tree
+    // (raw CborValue and serde_json::Value) must not need a call frame per level.
+    let mut cbor = vec![0x81; 512];
+    cbor.push(0xf6);
+    let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap();
+    let worker = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let value = decode_cbor(&cbor, limits).unwrap();
+            let mut depth = 0;
+            let mut v = &value;
+            while let CborValue::Array(items) = v {
+                depth += 1;
+                v = &items[0];
+            }
+            let payload = Payload::from_cbor(cbor.into(), limits).unwrap();
+            let json = payload.to_value();
+            let mut json_depth = 0;
+            let mut j = &json;
+            while let serde_json::Value::Array(items) = j {
+                json_depth += 1;
+                j = &items[0];
+            }
+            (depth, json_depth, payload.depth())
+        })
+        .unwrap();
+    assert_eq!(worker.join().unwrap(), (512, 512, 512));
+}

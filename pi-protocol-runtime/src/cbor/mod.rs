@@ -2,6 +2,7 @@
 //! [`decode_cbor`] / [`encode_cbor`] entry points over [`CborValue`].
 
 pub mod reader;
+pub(crate) mod tree;
 pub mod value;
 pub mod writer;
 

@@ -371,6 +371,22 @@ impl<'de> Reader<'de> {
         self.text_body(ai)
     }
 
+    /// Reads a byte string's content (raw CBOR mode only).
+    ///
+    /// # Errors
+    /// `Schema`/`ByteString` in message mode; `Schema`/`WrongType { expected: "bytes" }` for
+    /// another item; `Cbor` errors.
+    pub fn read_byte_string(&mut self) -> Result<&'de [u8], ProtocolError> {
+        let (m, ai) = self.initial()?;
+        if m != major::BYTES {
+            return Err(self.wrong_type(m, "bytes"));
+        }
+        if !self.allow_bytes {
+            return Err(ProtocolError::schema(Rule::ByteString));
+        }
+        self.string_body(ai)
+    }
+
     /// Reads `true` or `false`.
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! [`CborValue`]: a decoded item of the strict subset, for the raw [`decode_cbor`] and
 //! [`encode_cbor`] entry points (byte strings allowed, unlike inside messages).
 
-use crate::cbor::reader::major;
+use crate::cbor::tree::{self, TreeBuilder};
 use crate::cbor::writer::is_encodable_number;
 use crate::cbor::{Reader, Writer};
 use crate::codec::Scalar;
@@ -73,53 +73,35 @@ pub(crate) fn check_item_length(len: usize, limits: CborLimits, kind: ErrorKind)
 }
 
 fn read(r: &mut Reader<'_>) -> Result<CborValue, ProtocolError> {
-    match r.peek_major() {
-        Some(major::ARRAY) => {
-            let n = r.enter_array()?;
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..n {
-                items.push(read(r)?);
-            }
-            r.leave();
-            Ok(CborValue::Array(items))
-        }
-        Some(major::MAP) => {
-            let n = r.enter_map()?;
-            let mut entries = Vec::with_capacity(n);
-            for _ in 0..n {
-                let k = r.read_key()?.to_owned();
-                entries.push((k, read(r)?));
-            }
-            r.leave();
-            Ok(CborValue::Map(entries))
-        }
-        Some(major::BYTES) => {
-            let start = r.position();
-            r.skip()?;
-            // Re-read the head to find where the content starts.
-            let raw = r.slice(start, r.position());
-            Ok(CborValue::Bytes(byte_string_content(raw).to_vec()))
-        }
-        _ => Ok(match r.read_scalar()? {
-            Scalar::Null => CborValue::Null,
+    tree::build::<CborTree>(r)
+}
+
+/// Builds [`CborValue`]s.
+struct CborTree;
+
+impl TreeBuilder for CborTree {
+    type Node = CborValue;
+
+    fn scalar(scalar: Scalar<'_>) -> CborValue {
+        match scalar {
+            Scalar::Null | Scalar::Other => CborValue::Null,
             Scalar::Bool(b) => CborValue::Bool(b),
             Scalar::Number(n) => CborValue::Number(n),
             Scalar::Text(t) => CborValue::Text(t.to_owned()),
-            Scalar::Other => CborValue::Null,
-        }),
+        }
     }
-}
 
-/// The content of a validated byte string item (head stripped).
-fn byte_string_content(raw: &[u8]) -> &[u8] {
-    let head = match raw[0] & 0x1f {
-        0..=23 => 1,
-        24 => 2,
-        25 => 3,
-        26 => 5,
-        _ => 9,
-    };
-    &raw[head..]
+    fn bytes(content: &[u8]) -> CborValue {
+        CborValue::Bytes(content.to_vec())
+    }
+
+    fn array(items: Vec<CborValue>) -> CborValue {
+        CborValue::Array(items)
+    }
+
+    fn map(entries: Vec<(String, CborValue)>) -> CborValue {
+        CborValue::Map(entries)
+    }
 }
 
 fn write(w: &mut Writer, value: &CborValue, depth: u32, limits: CborLimits) -> Result<(), ProtocolError> {

@@ -1,0 +1,89 @@
+//! Building a value tree from CBOR without recursion: one walker, with an explicit stack of the
+//! containers being filled, serves both [`CborValue`](super::CborValue) (raw decoding) and
+//! `serde_json::Value` ([`Payload::to_value`](crate::Payload::to_value)). However deep the item
+//! (up to the configured `maxDepth`), the walk uses no call frame per level.
+
+use super::reader::major;
+use super::Reader;
+use crate::codec::Scalar;
+use crate::error::ProtocolError;
+
+/// How to make the nodes of one kind of tree.
+pub(crate) trait TreeBuilder {
+    /// A finished node.
+    type Node;
+    /// A scalar item (never [`Scalar::Other`]).
+    fn scalar(scalar: Scalar<'_>) -> Self::Node;
+    /// A byte string's content (only reached when the reader accepts byte strings).
+    fn bytes(content: &[u8]) -> Self::Node;
+    /// An array of its finished elements.
+    fn array(items: Vec<Self::Node>) -> Self::Node;
+    /// A map of its finished entries, in wire order.
+    fn map(entries: Vec<(String, Self::Node)>) -> Self::Node;
+}
+
+/// A container being filled.
+enum Open<N> {
+    Array { items: Vec<N>, remaining: usize },
+    /// `key` holds the key of the entry whose value is being read.
+    Map { entries: Vec<(String, N)>, remaining: usize, key: String },
+}
+
+/// Reads one item at the cursor into a tree of `B::Node`s.
+///
+/// # Errors
+/// Any error of the reader.
+pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, ProtocolError> {
+    let mut stack: Vec<Open<B::Node>> = Vec::new();
+    loop {
+        if let Some(Open::Map { key, .. }) = stack.last_mut() {
+            *key = r.read_key()?.to_owned();
+        }
+        let mut node = match r.peek_major() {
+            Some(major::ARRAY) => {
+                let n = r.enter_array()?;
+                if n > 0 {
+                    stack.push(Open::Array { items: Vec::with_capacity(n), remaining: n });
+                    continue;
+                }
+                r.leave();
+                B::array(Vec::new())
+            }
+            Some(major::MAP) => {
+                let n = r.enter_map()?;
+                if n > 0 {
+                    stack.push(Open::Map { entries: Vec::with_capacity(n), remaining: n, key: String::new() });
+                    continue;
+                }
+                r.leave();
+                B::map(Vec::new())
+            }
+            Some(major::BYTES) => B::bytes(r.read_byte_string()?),
+            _ => B::scalar(r.read_scalar()?),
+        };
+        // Attach the finished node, then close every container it completes.
+        loop {
+            let remaining = match stack.last_mut() {
+                None => return Ok(node),
+                Some(Open::Array { items, remaining }) => {
+                    items.push(node);
+                    remaining
+                }
+                Some(Open::Map { entries, remaining, key }) => {
+                    entries.push((std::mem::take(key), node));
+                    remaining
+                }
+            };
+            *remaining -= 1;
+            if *remaining > 0 {
+                break;
+            }
+            r.leave();
+            node = match stack.pop() {
+                Some(Open::Array { items, .. }) => B::array(items),
+                Some(Open::Map { entries, .. }) => B::map(entries),
+                None => unreachable!("the container was just seen"),
+            };
+        }
+    }
+}
