@@ -7,8 +7,8 @@ use bytes::Bytes;
 use serde_json::{Map, Number, Value};
 
 use crate::cbor::reader::{ItemShape, MAX_SAFE_INTEGER};
-use crate::cbor::writer::is_encodable_number;
 use crate::cbor::tree::{self, TreeBuilder};
+use crate::cbor::writer::is_encodable_number;
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError, Rule};

@@ -24,9 +24,16 @@ pub(crate) trait TreeBuilder {
 
 /// A container being filled.
 enum Open<N> {
-    Array { items: Vec<N>, remaining: usize },
+    Array {
+        items: Vec<N>,
+        remaining: usize,
+    },
     /// `key` holds the key of the entry whose value is being read.
-    Map { entries: Vec<(String, N)>, remaining: usize, key: String },
+    Map {
+        entries: Vec<(String, N)>,
+        remaining: usize,
+        key: String,
+    },
 }
 
 /// Reads one item at the cursor into a tree of `B::Node`s.
