@@ -533,7 +533,7 @@ impl<'de> Reader<'de> {
                     }
                     let fresh = if level.key_set != NO_KEY_SET {
                         key_sets[level.key_set as usize].insert(key)
-                    } else if keys.as_slice()[level.keys_start..].contains(&key) {
+                    } else if keys.as_slice()[level.keys_start..].iter().any(|seen| same_key(seen, key)) {
                         false
                     } else {
                         keys.push(key);
@@ -591,6 +591,8 @@ impl<'de> Reader<'de> {
                     }
                 }
                 major::TAG => return Err(ProtocolError::cbor(Rule::Tag)),
+                // false, true, null: one byte, nothing to check.
+                _ if (20..=22).contains(&ai) => self.pos += 1,
                 _ => {
                     self.simple(ai)?;
                 }
@@ -688,6 +690,13 @@ fn reserved_or_indefinite(m: u8, ai: u8) -> ProtocolError {
         (31, major::SIMPLE) => Rule::UnexpectedBreak,
         _ => Rule::ReservedAdditionalInfo,
     })
+}
+
+/// Whether two keys are equal, testing length and first byte before comparing the rest (most
+/// keys of one map differ there, and a `memcmp` call costs more than the whole test).
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.first() == b.first() && a == b
 }
 
 #[cold]
