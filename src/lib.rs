@@ -194,6 +194,15 @@ macro_rules! message_decoder {
                 self.inner.end()
             }
 
+            /// Pushes every chunk in order, then ends the stream: the messages delivered and the
+            /// first error, if any (nothing is pushed after it, and `end` is then not called).
+            pub fn decode_all<'c, I: IntoIterator<Item = &'c [u8]>>(
+                &mut self,
+                chunks: I,
+            ) -> (Vec<$message>, Option<ProtocolError>) {
+                self.inner.decode_all(chunks)
+            }
+
             /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
             pub fn offset(&self) -> u64 {
                 self.inner.offset()

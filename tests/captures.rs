@@ -5,10 +5,9 @@
 mod common;
 
 use common::repo_file;
-use pi_protocol::runtime::MessageDecoder;
 use pi_protocol::{
     encode_client_message, encode_server_message, ClientMessage, ClientMessageDecoder, ErrorKind, ProtocolError, Rule,
-    ServerMessage,
+    ServerMessage, ServerMessageDecoder,
 };
 use serde_json::Value;
 
@@ -20,31 +19,12 @@ fn expected(name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Decodes `bytes` in chunks of `chunk` bytes with the streaming decoder the facade's client
-/// and server decoders are made of; returns the messages and the first error.
-fn decode<T: for<'de> pi_protocol::runtime::Decode<'de>>(
-    bytes: &[u8],
-    chunk: usize,
-) -> (Vec<T>, Option<ProtocolError>) {
-    let mut d = MessageDecoder::<T>::new();
-    let mut out = Vec::new();
-    for piece in bytes.chunks(chunk) {
-        for r in d.push(piece) {
-            match r {
-                Ok(m) => out.push(m),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-    }
-    (out, d.end().err())
-}
-
 fn decode_client(bytes: &[u8], chunk: usize) -> (Vec<ClientMessage>, Option<ProtocolError>) {
-    decode(bytes, chunk)
+    ClientMessageDecoder::new().decode_all(bytes.chunks(chunk))
 }
 
 fn decode_server(bytes: &[u8], chunk: usize) -> (Vec<ServerMessage>, Option<ProtocolError>) {
-    decode(bytes, chunk)
+    ServerMessageDecoder::new().decode_all(bytes.chunks(chunk))
 }
 
 #[test]

@@ -152,33 +152,12 @@ fn server_message() -> impl Strategy<Value = ServerMessage> {
 
 // ------------------------------------------------------------------ helpers
 
-/// Everything one decoder delivers for `chunks`, then `end()`: the messages, and the first
-/// error (pushes after a failure are not made).
-fn run<M>(
-    chunks: &[&[u8]],
-    mut push: impl FnMut(&[u8]) -> Vec<Result<M, ProtocolError>>,
-    end: impl FnOnce() -> Result<(), ProtocolError>,
-) -> (Vec<M>, Option<ProtocolError>) {
-    let mut messages = Vec::new();
-    for chunk in chunks {
-        for result in push(chunk) {
-            match result {
-                Ok(m) => messages.push(m),
-                Err(e) => return (messages, Some(e)),
-            }
-        }
-    }
-    (messages, end().err())
-}
-
 fn decode_client(chunks: &[&[u8]]) -> (Vec<ClientMessage>, Option<ProtocolError>) {
-    let decoder = std::cell::RefCell::new(ClientMessageDecoder::new());
-    run(chunks, |c| decoder.borrow_mut().push(c), || decoder.borrow_mut().end())
+    ClientMessageDecoder::new().decode_all(chunks.iter().copied())
 }
 
 fn decode_server(chunks: &[&[u8]]) -> (Vec<ServerMessage>, Option<ProtocolError>) {
-    let decoder = std::cell::RefCell::new(ServerMessageDecoder::new());
-    run(chunks, |c| decoder.borrow_mut().push(c), || decoder.borrow_mut().end())
+    ServerMessageDecoder::new().decode_all(chunks.iter().copied())
 }
 
 /// Splits `stream` at the given cut points (taken modulo its length + 1, sorted; repeated

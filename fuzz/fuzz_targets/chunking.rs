@@ -3,27 +3,8 @@
 //! error (kind, rule, path, offset) as one push.
 #![no_main]
 
-use std::cell::RefCell;
-
 use libfuzzer_sys::fuzz_target;
-use pi_protocol::{ClientMessageDecoder, ProtocolError, ServerMessageDecoder};
-
-fn run<M>(
-    chunks: &[&[u8]],
-    mut push: impl FnMut(&[u8]) -> Vec<Result<M, ProtocolError>>,
-    end: impl FnOnce() -> Result<(), ProtocolError>,
-) -> (Vec<M>, Option<ProtocolError>) {
-    let mut messages = Vec::new();
-    for chunk in chunks {
-        for result in push(chunk) {
-            match result {
-                Ok(m) => messages.push(m),
-                Err(e) => return (messages, Some(e)),
-            }
-        }
-    }
-    (messages, end().err())
-}
+use pi_protocol::{ClientMessageDecoder, ServerMessageDecoder};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else { return };
@@ -43,16 +24,10 @@ fuzz_target!(|data: &[u8]| {
     }
     chunks.push(&stream[from..]);
     if control & 1 == 0 {
-        let d = RefCell::new(ClientMessageDecoder::new());
-        let whole = run(&[stream], |c| d.borrow_mut().push(c), || d.borrow_mut().end());
-        let d = RefCell::new(ClientMessageDecoder::new());
-        let split = run(&chunks, |c| d.borrow_mut().push(c), || d.borrow_mut().end());
-        assert_eq!(split, whole);
+        let whole = ClientMessageDecoder::new().decode_all([stream]);
+        assert_eq!(ClientMessageDecoder::new().decode_all(chunks), whole);
     } else {
-        let d = RefCell::new(ServerMessageDecoder::new());
-        let whole = run(&[stream], |c| d.borrow_mut().push(c), || d.borrow_mut().end());
-        let d = RefCell::new(ServerMessageDecoder::new());
-        let split = run(&chunks, |c| d.borrow_mut().push(c), || d.borrow_mut().end());
-        assert_eq!(split, whole);
+        let whole = ServerMessageDecoder::new().decode_all([stream]);
+        assert_eq!(ServerMessageDecoder::new().decode_all(chunks), whole);
     }
 });

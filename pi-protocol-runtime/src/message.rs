@@ -262,6 +262,39 @@ where
         self.frames.end()
     }
 
+    /// Pushes every chunk in order, then ends the stream: the messages delivered, and the first
+    /// error if any (after an error no further chunk is pushed and `end` is not called).
+    ///
+    /// ```
+    /// use pi_protocol_runtime::MessageDecoder;
+    /// # #[derive(Debug)] struct Null;
+    /// # impl<'de> pi_protocol_runtime::Decode<'de> for Null {
+    /// #     fn decode(r: &mut pi_protocol_runtime::Reader<'de>) -> Result<Self, pi_protocol_runtime::ProtocolError> {
+    /// #         r.read_null().map(|()| Null)
+    /// #     }
+    /// # }
+    /// let stream = [0, 0, 0, 1, 0xf6, 0, 0];
+    /// let (messages, error) = MessageDecoder::<Null>::new().decode_all(stream.chunks(3));
+    /// assert_eq!(messages.len(), 1);
+    /// assert!(error.is_some()); // the stream ends inside a header
+    /// ```
+    pub fn decode_all<'c, I>(&mut self, chunks: I) -> (Vec<T>, Option<ProtocolError>)
+    where
+        I: IntoIterator<Item = &'c [u8]>,
+    {
+        let mut messages = Vec::new();
+        for chunk in chunks {
+            for result in self.push(chunk) {
+                match result {
+                    Ok(message) => messages.push(message),
+                    Err(error) => return (messages, Some(error)),
+                }
+            }
+        }
+        let error = self.end().err();
+        (messages, error)
+    }
+
     /// Stream offset of the first byte not yet part of a delivered message.
     pub fn offset(&self) -> u64 {
         self.frames.offset()
