@@ -81,3 +81,24 @@ fn encoders_apply_depth_and_container_limits_to_payloads_in_place() {
     let fits = request_with_call(Payload::from_value(&serde_json::json!(vec![0; 1_000_000])).unwrap());
     assert!(encode_client_message_with(&fits, &options).is_ok());
 }
+
+#[test]
+fn encoding_into_a_buffer_appends_the_frame_or_leaves_the_buffer_as_it_was() {
+    use pi_protocol::runtime::encode_message_into;
+    let ok = request_with_call(Payload::from_value(&serde_json::json!({"a": [1, 2.5]})).unwrap());
+    let mut out = vec![0xee; 3];
+    encode_message_into(&ok, &CodecOptions::new(), &mut out).unwrap();
+    assert_eq!(&out[..3], &[0xee; 3]);
+    assert_eq!(&out[3..], &pi_protocol::encode_client_message(&ok).unwrap()[..]);
+    // Refused by the frame limit, by a payload limit, by validation: nothing is appended.
+    let before = out.clone();
+    let tiny = CodecOptions::new().max_frame_length(10).unwrap();
+    // (The frame limit is also the CBOR byte limit, which the encoder meets first.)
+    let err = encode_message_into(&ok, &tiny, &mut out).unwrap_err();
+    assert_eq!((err.kind(), err.rule()), (ErrorKind::Encode, Rule::ByteLengthLimit { limit: 10 }));
+    let wide = request_with_call(Payload::from_value(&serde_json::json!(vec![0; 1_000_001])).unwrap());
+    assert_eq!(encode_message_into(&wide, &CodecOptions::new(), &mut out).unwrap_err().kind(), ErrorKind::Encode);
+    let bad = ClientMessage::Hello(pi_protocol::ClientHello { version: pi_protocol::Integer::from(-1) });
+    assert_eq!(encode_message_into(&bad, &CodecOptions::new(), &mut out).unwrap_err().kind(), ErrorKind::Schema);
+    assert_eq!(out, before);
+}

@@ -35,6 +35,9 @@ pub use limits::{
     CborLimits, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH,
     MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
 };
-pub use message::{decode_message, decode_message_shared, encode_item, encode_message, CodecOptions, MessageDecoder};
+pub use message::{
+    decode_message, decode_message_shared, encode_item, encode_message, encode_message_into, CodecOptions,
+    MessageDecoder,
+};
 pub use number::Integer;
 pub use payload::Payload;

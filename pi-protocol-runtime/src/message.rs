@@ -121,22 +121,35 @@ pub fn encode_message<T>(message: &T, options: &CodecOptions) -> Result<Vec<u8>,
 where
     T: Encode + Validate,
 {
-    message.validate()?;
-    let mut writer = Writer::from_vec(frame_buffer());
-    message.encode(&mut writer);
-    let mut frame = writer_checked(writer, options.limits)?;
-    let len = frame.len() - FRAME_HEADER_LENGTH;
-    check_encoded_length(len, options.max_frame_length)?;
-    frame[..FRAME_HEADER_LENGTH].copy_from_slice(&(len as u32).to_be_bytes());
+    let mut frame = Vec::with_capacity(INITIAL_FRAME_CAPACITY);
+    encode_message_into(message, options, &mut frame)?;
     Ok(frame)
 }
 
-/// A buffer holding a zeroed frame header, with room for a typical envelope: growing a `Vec`
-/// from 4 bytes one doubling at a time costs several reallocations per small message.
-fn frame_buffer() -> Vec<u8> {
-    let mut buffer = Vec::with_capacity(INITIAL_FRAME_CAPACITY);
-    buffer.extend_from_slice(&[0; FRAME_HEADER_LENGTH]);
-    buffer
+/// Like [`encode_message`], appending the frame to `out` (a transmit buffer holding earlier
+/// frames, say) instead of returning a new buffer. When the message is refused, `out` is left
+/// as it was.
+///
+/// # Errors
+/// As [`encode_message`].
+pub fn encode_message_into<T>(message: &T, options: &CodecOptions, out: &mut Vec<u8>) -> Result<(), ProtocolError>
+where
+    T: Encode + Validate,
+{
+    message.validate()?;
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_LENGTH]);
+    let mut writer = Writer::from_vec(std::mem::take(out));
+    message.encode(&mut writer);
+    let checked = check_payload_limits(&writer, start + FRAME_HEADER_LENGTH, options.limits);
+    *out = writer.into_vec();
+    let len = out.len() - start - FRAME_HEADER_LENGTH;
+    if let Err(error) = checked.and_then(|()| check_encoded_length(len, options.max_frame_length)) {
+        out.truncate(start);
+        return Err(error);
+    }
+    out[start..start + FRAME_HEADER_LENGTH].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(())
 }
 
 /// Initial capacity of an encoder's buffer, in bytes.
@@ -145,21 +158,21 @@ const INITIAL_FRAME_CAPACITY: usize = 512;
 /// Levels an envelope may add above its deepest opaque payload before the exact check runs.
 const ENVELOPE_DEPTH_MARGIN: u32 = 4;
 
-/// Checks the encoded payload against the CBOR limits. Envelopes are shallow and small, so only
-/// when an opaque payload comes near a limit is the output scanned to decide exactly.
-fn writer_checked(writer: Writer, limits: CborLimits) -> Result<Vec<u8>, ProtocolError> {
+/// Checks the payload written into `writer` from byte `start` on against the CBOR limits.
+/// Envelopes are shallow and small, so only when an opaque payload comes near a limit is the
+/// output scanned to decide exactly.
+fn check_payload_limits(writer: &Writer, start: usize, limits: CborLimits) -> Result<(), ProtocolError> {
+    let payload = &writer.as_bytes()[start..];
     let near_limit = writer.payload_depth() + ENVELOPE_DEPTH_MARGIN > limits.max_depth()
         || writer.payload_widest() > limits.max_container_length()
-        || writer.as_bytes().len() - FRAME_HEADER_LENGTH > limits.max_byte_length() as usize;
-    let frame = writer.into_vec();
+        || payload.len() > limits.max_byte_length() as usize;
     if near_limit {
-        let payload = &frame[FRAME_HEADER_LENGTH..];
         let as_encode = |e: ProtocolError| ProtocolError::new(ErrorKind::Encode, e.rule());
         check_item_length(payload.len(), limits, ErrorKind::Encode)?;
         let mut scan = Reader::new(payload, limits);
         scan.skip().map_err(as_encode)?;
     }
-    Ok(frame)
+    Ok(())
 }
 
 /// Encodes `message` as a bare CBOR item (no frame header), after validating it.
@@ -171,11 +184,10 @@ where
     T: Encode + Validate,
 {
     message.validate()?;
-    let mut writer = Writer::from_vec(vec![0; FRAME_HEADER_LENGTH]);
+    let mut writer = Writer::new();
     message.encode(&mut writer);
-    let mut frame = writer_checked(writer, limits)?;
-    frame.drain(..FRAME_HEADER_LENGTH);
-    Ok(frame)
+    check_payload_limits(&writer, 0, limits)?;
+    Ok(writer.into_vec())
 }
 
 /// A streaming decoder of `T` messages from a framed byte stream (PROTOCOL.md sections 1 and 7).

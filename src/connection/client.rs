@@ -2,11 +2,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Violation};
+use super::{CloseReason, ConnectionError, Outbox, Violation};
 use crate::{
-    encode_client_message_with, Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request,
-    RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget,
-    SubscriptionId, PROTOCOL_VERSION,
+    Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
+    RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget, SubscriptionId,
+    PROTOCOL_VERSION,
 };
 
 /// The prefix of the request ids a client connection assigns by default: ids are `req-1`,
@@ -131,7 +131,7 @@ pub struct ClientConnection {
     pending: HashMap<RequestId, Pending>,
     next_id: u64,
     events: VecDeque<ClientEvent>,
-    outgoing: Vec<u8>,
+    outgoing: Outbox,
 }
 
 impl ClientConnection {
@@ -149,7 +149,7 @@ impl ClientConnection {
             pending: HashMap::new(),
             next_id: 1,
             events: VecDeque::new(),
-            outgoing: Vec::new(),
+            outgoing: Outbox::default(),
         };
         let hello = ClientMessage::Hello(ClientHello { version: Integer::from(connection.options.version) });
         if let Err(error) = connection.queue(&hello) {
@@ -292,11 +292,7 @@ impl ClientConnection {
     /// Every byte queued for the transport since the last call (whole frames, in order), or
     /// `None` when nothing is queued.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        if self.outgoing.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut self.outgoing))
-        }
+        self.outgoing.take()
     }
 
     /// How many bytes are queued for the transport; a driver can stop reading while this is large.
@@ -338,9 +334,7 @@ impl ClientConnection {
     }
 
     fn queue(&mut self, message: &ClientMessage) -> Result<(), crate::ProtocolError> {
-        let frame = encode_client_message_with(message, &self.options.codec)?;
-        self.outgoing.extend_from_slice(&frame);
-        Ok(())
+        self.outgoing.queue(message, &self.options.codec)
     }
 
     fn close_with(&mut self, reason: CloseReason) {

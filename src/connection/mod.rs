@@ -64,6 +64,8 @@ mod server;
 
 use std::fmt;
 
+use pi_protocol_runtime::{encode_message_into, CodecOptions, Encode, Validate};
+
 use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
 
 pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
@@ -166,5 +168,37 @@ impl std::error::Error for ConnectionError {
             ConnectionError::Encode(error) => Some(error),
             _ => None,
         }
+    }
+}
+
+/// The bytes a connection has queued for its transport: whole frames, in order, encoded straight
+/// into one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    bytes: Vec<u8>,
+}
+
+impl Outbox {
+    /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused.
+    pub(crate) fn queue<M: Encode + Validate>(
+        &mut self,
+        message: &M,
+        options: &CodecOptions,
+    ) -> Result<(), ProtocolError> {
+        encode_message_into(message, options, &mut self.bytes)
+    }
+
+    /// Every queued byte, or `None` when nothing is queued.
+    pub(crate) fn take(&mut self) -> Option<Vec<u8>> {
+        if self.bytes.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.bytes))
+        }
+    }
+
+    /// How many bytes are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
     }
 }

@@ -2,12 +2,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Violation};
+use super::{CloseReason, ConnectionError, Outbox, Violation};
 use crate::{
-    encode_server_message_with, is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder,
-    CodecOptions, ErrorBody, ErrorCode, ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello,
-    ServerHelloError, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, SuccessResponse,
-    PROTOCOL_VERSION,
+    is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode,
+    ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
+    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, SuccessResponse, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
@@ -169,7 +168,7 @@ pub struct ServerConnection {
     attachment: Option<SessionTarget>,
     in_flight: HashMap<RequestId, InFlight>,
     events: VecDeque<ServerEvent>,
-    outgoing: Vec<u8>,
+    outgoing: Outbox,
 }
 
 impl ServerConnection {
@@ -184,7 +183,7 @@ impl ServerConnection {
             attachment: None,
             in_flight: HashMap::new(),
             events: VecDeque::new(),
-            outgoing: Vec::new(),
+            outgoing: Outbox::default(),
         }
     }
 
@@ -378,11 +377,7 @@ impl ServerConnection {
     /// Every byte queued for the transport since the last call (whole frames, in order), or
     /// `None` when nothing is queued.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        if self.outgoing.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut self.outgoing))
-        }
+        self.outgoing.take()
     }
 
     /// How many bytes are queued for the transport; a driver can stop reading while this is
@@ -428,9 +423,7 @@ impl ServerConnection {
     }
 
     fn queue(&mut self, message: &ServerMessage) -> Result<(), crate::ProtocolError> {
-        let frame = encode_server_message_with(message, &self.options.codec)?;
-        self.outgoing.extend_from_slice(&frame);
-        Ok(())
+        self.outgoing.queue(message, &self.options.codec)
     }
 
     fn begin_close(&mut self, reason: CloseReason) {
