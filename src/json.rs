@@ -49,11 +49,7 @@ pub(crate) fn wire_cbor<T: Encode>(value: &T) -> Vec<u8> {
 /// Renders a value of an envelope type as JSON in wire key order.
 pub(crate) fn to_value<T: Encode>(value: &T) -> Value {
     // Whatever an `Encode` impl writes is strict JSON CBOR, so this conversion cannot fail.
-    Payload::from_cbor(wire_cbor(value).into(), unbounded()).map(|p| p.to_value()).unwrap_or(Value::Null)
-}
-
-fn unbounded() -> CborLimits {
-    CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).expect("within the configurable range")
+    Payload::from_cbor(wire_cbor(value).into(), CborLimits::widest()).map(|p| p.to_value()).unwrap_or(Value::Null)
 }
 
 impl ClientMessage {

@@ -14,7 +14,6 @@ use pi_protocol::{
     decode_cbor, encode_client_json, encode_client_message, encode_server_json, parse_client_message,
     parse_server_message, CborLimits, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorKind, Payload,
     ProtocolError, Request, RequestId, RpcTarget, Rule, ServerId, ServerMessageDecoder, ServerTarget,
-    MAX_CONFIGURABLE_DEPTH,
 };
 use serde_json::{json, Value};
 
@@ -96,7 +95,7 @@ fn decode_server(stream: &[u8], options: &CodecOptions) -> Result<usize, Protoco
 }
 
 fn deepest_options() -> CodecOptions {
-    CodecOptions::new().cbor_limits(CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap())
+    CodecOptions::new().cbor_limits(CborLimits::widest())
 }
 
 /// 100,000 openers of one kind, then a null.
@@ -149,7 +148,7 @@ fn check_deep_nesting(limits: CborLimits) {
 /// maxDepth 512: nesting at the limit is accepted, one level deeper is not, and the error of
 /// a failure 500 levels down still has a bounded message.
 fn check_nesting_at_the_limit() {
-    let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), u64::from(MAX_CONFIGURABLE_DEPTH)).unwrap();
+    let limits = CborLimits::widest();
     assert!(decode_cbor(&nest(&[0x81], 512), limits).is_ok());
     assert!(matches!(decode_cbor(&nest(&[0x81], 513), limits).unwrap_err().rule(), Rule::DepthLimit { limit: 512 }));
     // `call` sits at depth 1: 511 more levels fit under maxDepth 512, 512 do not.
@@ -197,7 +196,7 @@ fn deep_nesting_child() {
     if std::env::var_os("PI_DEEP_NESTING_CHILD").is_none() {
         return;
     }
-    let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), u64::from(MAX_CONFIGURABLE_DEPTH)).unwrap();
+    let limits = CborLimits::widest();
     // PI_STACK_KIB lets one probe how small a stack still works (2 MiB when unset).
     let stack = std::env::var("PI_STACK_KIB").ok().and_then(|k| k.parse::<usize>().ok()).map_or(2 * MIB, |k| k * KIB);
     std::thread::Builder::new()
@@ -259,7 +258,7 @@ fn deep_json_fails_on_the_json_path_without_a_stack_overflow() {
 #[test]
 fn declared_lengths_beyond_the_input_allocate_nothing() {
     let _guard = serial();
-    let unbounded = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap();
+    let unbounded = CborLimits::widest();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("64 GiB text", [&[0x7b, 0, 0, 0, 0x10, 0, 0, 0, 0][..], b"abc"].concat()),
         ("4 GiB text", [&[0x7a, 0xff, 0xff, 0xff, 0xfe][..], b"abc"].concat()),

@@ -58,6 +58,12 @@ impl CborLimits {
         })
     }
 
+    /// The widest limits that may be configured: `u32::MAX` bytes and entries, 512 levels. For
+    /// reading bytes that were already validated under tighter limits.
+    pub const fn widest() -> Self {
+        CborLimits { max_byte_length: u32::MAX, max_container_length: u32::MAX, max_depth: MAX_CONFIGURABLE_DEPTH }
+    }
+
     /// Checks a limit given as a JSON number (as a peer's configuration file might): it must be
     /// an integer in range; `2.5`, `-1` and `NaN` are refused.
     ///

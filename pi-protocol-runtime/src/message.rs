@@ -237,15 +237,7 @@ where
     /// after an `Err` the decoder is failed and every later call returns a `State` error.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<T, ProtocolError>> {
         let mut out = Vec::new();
-        let limits = self.limits;
-        let result = self.frames.push_with(chunk, |payload, offset| {
-            let message = decode_message::<T>(payload, limits).map_err(|e| e.with_offset(offset))?;
-            out.push(Ok(message));
-            Ok(())
-        });
-        if let Err(error) = result {
-            out.push(Err(error));
-        }
+        self.push_each(chunk, |result| out.push(result));
         out
     }
 

@@ -25,7 +25,7 @@ use serde::ser::Error as _;
 
 use crate::cbor::Reader;
 use crate::codec::Scalar;
-use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH};
+use crate::limits::CborLimits;
 use crate::number::Integer;
 use crate::payload::Payload;
 
@@ -85,10 +85,7 @@ impl<'a> CborJson<'a> {
 
 impl Serialize for CborJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let limits =
-            CborLimits::new(MAX_CONFIGURABLE_LENGTH, MAX_CONFIGURABLE_LENGTH, u64::from(MAX_CONFIGURABLE_DEPTH))
-                .map_err(S::Error::custom)?;
-        let reader = RefCell::new(Reader::new(self.cbor, limits));
+        let reader = RefCell::new(Reader::new(self.cbor, CborLimits::widest()));
         let out = Item(&reader).serialize(serializer)?;
         if !reader.borrow().is_at_end() {
             return Err(S::Error::custom("trailing data after the CBOR item"));

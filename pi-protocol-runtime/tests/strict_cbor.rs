@@ -193,7 +193,7 @@ fn trees_of_the_deepest_configurable_item_build_on_a_small_stack() {
     // (raw CborValue and serde_json::Value) must not need a call frame per level.
     let mut cbor = vec![0x81; 512];
     cbor.push(0xf6);
-    let limits = CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap();
+    let limits = CborLimits::widest();
     let worker = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(move || {

@@ -66,7 +66,7 @@ pub fn canonical_hex_of_json(value: &Value) -> String {
 
 /// The canonical CBOR (hex) of a raw CBOR value (byte strings allowed).
 pub fn canonical_hex_of_cbor(value: &CborValue) -> String {
-    hex::encode(encode_cbor(&sort_cbor(value), unbounded()).expect("encodable"))
+    hex::encode(encode_cbor(&sort_cbor(value), CborLimits::widest()).expect("encodable"))
 }
 
 fn sort_cbor(value: &CborValue) -> CborValue {
@@ -88,8 +88,4 @@ fn sort_cbor(value: &CborValue) -> CborValue {
         }
         other => other.clone(),
     }
-}
-
-pub fn unbounded() -> CborLimits {
-    CborLimits::new(u64::from(u32::MAX), u64::from(u32::MAX), 512).unwrap()
 }
