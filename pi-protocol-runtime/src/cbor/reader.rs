@@ -89,16 +89,14 @@ impl<'de> Reader<'de> {
 
     /// The input bytes in `start..end` (offsets from [`position`](Self::position)) as an owned
     /// buffer: a zero-copy slice when the reader was built with [`new_shared`](Self::new_shared).
+    ///
+    /// # Panics
+    /// When `start..end` is not a range of the input (pass positions the reader has been at).
     pub fn bytes_between(&self, start: usize, end: usize) -> Bytes {
         match self.shared {
             Some(shared) => shared.slice(start..end),
             None => Bytes::copy_from_slice(&self.input[start..end]),
         }
-    }
-
-    /// The input bytes in `start..end` as a borrowed slice.
-    pub fn slice(&self, start: usize, end: usize) -> &'de [u8] {
-        &self.input[start..end]
     }
 
     /// Fails with `TrailingData` unless the input is fully consumed.
