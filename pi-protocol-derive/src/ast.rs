@@ -181,10 +181,11 @@ impl<'a> Container<'a> {
                     } else {
                         let field = &fields.unnamed[0];
                         attr::reject_newtype_field_attrs(cx, &field.attrs);
-                        if !is_named(&field.ty, "String") {
+                        if !is_named(&field.ty, "String") && !is_named(&field.ty, "CompactString") {
                             cx.error_spanned_by(
                                 &field.ty,
-                                "a newtype deriving Codec wraps a `String` (a validated string newtype)",
+                                "a newtype deriving Codec wraps a `String` or a `CompactString` (a validated string \
+                                 newtype)",
                             );
                         }
                         let checks = str_checks(cx, attrs.min_length.get().copied(), attrs.pattern.get());

@@ -23,7 +23,7 @@ pub fn newtype(cont: &Container<'_>) -> TokenStream {
             fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 let __text: &'de str = __reader.read_text()?;
                 #ident::__codec_check(__text)?;
-                ::core::result::Result::Ok(#ident(::std::borrow::ToOwned::to_owned(__text)))
+                ::core::result::Result::Ok(#ident(::core::convert::From::from(__text)))
             }
         }
     }
@@ -139,7 +139,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 let __count = __reader.enter_map()?;
                 #(#slots)*
                 for _ in 0..__count {
-                    match __reader.read_key_bytes()? {
+                    match __reader.read_key_raw()? {
                         #(#arms)*
                         _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
                     }

@@ -19,7 +19,7 @@ pub fn newtype(cont: &Container<'_>) -> TokenStream {
         #[automatically_derived]
         impl #krate::Encode for #ident {
             fn encode(&self, __writer: &mut #krate::Writer) {
-                __writer.text(&self.0);
+                __writer.text(self.as_str());
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Emission of the inherent API and the standard conversions of a validated string newtype
-//! `struct X(String);`.
+//! `struct X(String);` or `struct X(CompactString);` (the storage only needs to convert from
+//! `String` and `&str`, into `String`, and to view as `&str`).
 //!
 //! Constructors validate, so outside its defining module a value of the type always satisfies
 //! the schema; read access goes through `&str`.
@@ -33,7 +34,7 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
             pub fn new(value: impl ::core::convert::Into<::std::string::String>) -> ::core::result::Result<Self, #error> {
                 let value: ::std::string::String = value.into();
                 #ident::__codec_check(&value)?;
-                ::core::result::Result::Ok(#ident(value))
+                ::core::result::Result::Ok(#ident(::core::convert::From::from(value)))
             }
 
             /// Checks the constraints, naming the rule that fails (emitted by `#[derive(Codec)]`
@@ -54,20 +55,20 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
             /// The value as a string slice.
             #[must_use]
             pub fn as_str(&self) -> &str {
-                &self.0
+                ::core::convert::AsRef::as_ref(&self.0)
             }
 
             /// The value as an owned `String`, consuming `self`.
             #[must_use]
             pub fn into_string(self) -> ::std::string::String {
-                self.0
+                ::core::convert::From::from(self.0)
             }
         }
 
         #[automatically_derived]
         impl ::core::convert::AsRef<str> for #ident {
             fn as_ref(&self) -> &str {
-                &self.0
+                self.as_str()
             }
         }
 
@@ -76,14 +77,14 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
             type Target = str;
 
             fn deref(&self) -> &str {
-                &self.0
+                self.as_str()
             }
         }
 
         #[automatically_derived]
         impl ::core::fmt::Display for #ident {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.write_str(&self.0)
+                f.write_str(self.as_str())
             }
         }
 
@@ -117,21 +118,21 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
         #[automatically_derived]
         impl ::core::convert::From<#ident> for ::std::string::String {
             fn from(value: #ident) -> ::std::string::String {
-                value.0
+                value.into_string()
             }
         }
 
         #[automatically_derived]
         impl ::core::cmp::PartialEq<str> for #ident {
             fn eq(&self, other: &str) -> bool {
-                self.0 == other
+                self.as_str() == other
             }
         }
 
         #[automatically_derived]
         impl<'a> ::core::cmp::PartialEq<&'a str> for #ident {
             fn eq(&self, other: &&'a str) -> bool {
-                self.0 == *other
+                self.as_str() == *other
             }
         }
     }

@@ -19,7 +19,7 @@ pub fn newtype(cont: &Container<'_>) -> TokenStream {
         #[automatically_derived]
         impl #krate::Validate for #ident {
             fn validate(&self) -> ::core::result::Result<(), #krate::ProtocolError> {
-                #ident::__codec_check(&self.0)
+                #ident::__codec_check(self.as_str())
             }
         }
     }

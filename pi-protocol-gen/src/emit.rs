@@ -74,7 +74,8 @@ pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Resul
     let mut leaf_imports = Vec::new();
     let integer = uses(model, |t| matches!(t, FieldType::Integer { .. }));
     let payload = uses(model, |t| matches!(t, FieldType::Payload));
-    for (name, used) in [("Integer", integer), ("Payload", payload)] {
+    let newtype = model.types.iter().any(|t| matches!(t.kind, TypeKind::Newtype(_)));
+    for (name, used) in [("CompactString", newtype), ("Integer", integer), ("Payload", payload)] {
         if used {
             leaf_imports.push(Ident::new(name, Span::call_site()));
         }
@@ -245,7 +246,7 @@ fn emit_newtype(docs: TokenStream, name: &Ident, newtype: &Newtype, mut args: Ve
         #docs
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
         #attr
-        pub struct #name(String);
+        pub struct #name(CompactString);
     }
 }
 

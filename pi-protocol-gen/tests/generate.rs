@@ -67,17 +67,18 @@ fn newtypes_with_pattern_and_min_length() {
 //! Types generated from `test.json`.
 
 use pi_protocol_derive::Codec;
+use pi_protocol_runtime::CompactString;
 
 /// A three-letter code.
 ///
 /// Schema: `#/$defs/Code`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 3, pattern = "^[A-Z]{3}$")]
-pub struct Code(String);
+pub struct Code(CompactString);
 
 /// Schema: `#/$defs/Plain`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-pub struct Plain(String);
+pub struct Plain(CompactString);
 "#,
     );
 }
@@ -310,13 +311,14 @@ fn root_facts_become_module_docs_and_the_version_constant() {
 //! A second paragraph.
 
 use pi_protocol_derive::Codec;
+use pi_protocol_runtime::CompactString;
 
 /// The protocol version this module implements (`x-protocol-version` of the schema).
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Schema: `#/$defs/Name`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-pub struct Name(String);
+pub struct Name(CompactString);
 "#
     );
     assert_rustfmt_stable(&code);

@@ -12,7 +12,8 @@
 //! assert_eq!(encode_cbor(&item, CborLimits::default()).unwrap(), vec![0xa1, 0x61, b'a', 0xf5]);
 //! ```
 
-#![forbid(unsafe_code)]
+// One `unsafe` block exists, `cbor::reader::utf8_str`, allowed there alone (see its comment).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cbor;
@@ -41,3 +42,8 @@ pub use message::{
 };
 pub use number::Integer;
 pub use payload::Payload;
+
+/// The storage of generated string newtypes (ids): a string kept inline, without a heap
+/// allocation, up to 24 bytes (the usual request, session and attachment ids), on the heap
+/// beyond. Re-exported from the `compact_str` crate so that generated code names one path.
+pub use compact_str::CompactString;

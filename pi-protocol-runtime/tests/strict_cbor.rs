@@ -217,3 +217,85 @@ fn trees_of_the_deepest_configurable_item_build_on_a_small_stack() {
         .unwrap();
     assert_eq!(worker.join().unwrap(), (512, 512, 512));
 }
+
+/// Both validators (the tree builder of `decode_cbor` and the skipping walk behind
+/// `Payload::from_cbor`) must find exactly the duplicate keys there are.
+fn duplicate_verdicts(bytes: &[u8]) -> (bool, bool) {
+    let tree = decode_cbor(bytes, CborLimits::default());
+    let walk = Payload::from_cbor(bytes::Bytes::copy_from_slice(bytes), CborLimits::default());
+    let is_dup = |e: &ProtocolError| e.rule() == Rule::DuplicateKey;
+    (tree.as_ref().err().is_some_and(is_dup), walk.as_ref().err().is_some_and(is_dup))
+}
+
+fn map_of(keys: &[&str]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.map_header(keys.len());
+    for k in keys {
+        w.text(k);
+        w.null();
+    }
+    w.into_vec()
+}
+
+#[test]
+fn duplicate_keys_are_found_whatever_their_length_and_prefix() {
+    let long_a = format!("abcdefg{}", "x".repeat(256)); // length 263: 7 modulo 256
+    let long_b = format!("abcdefg{}", "y".repeat(256));
+    let cases: Vec<(Vec<&str>, bool)> = vec![
+        // Distinct keys sharing a seven-byte prefix (and the length modulo 256).
+        (vec!["abcdefg", long_a.as_str()], false),
+        (vec![long_a.as_str(), "abcdefg"], false),
+        (vec![long_a.as_str(), long_b.as_str()], false),
+        (vec!["abcdefgh", "abcdefgX"], false),
+        (vec!["pinned", "parent"], false),
+        (vec!["", "a", "ab"], false),
+        // Real duplicates of every length class, the second one last in the input.
+        (vec!["abcdefg", "z", "abcdefg"], true),
+        (vec!["abcdefgh", "abcdefgh"], true),
+        (vec![long_a.as_str(), "q", long_a.as_str()], true),
+        (vec!["", ""], true),
+        (vec!["k"; 2], true),
+    ];
+    for (keys, duplicate) in cases {
+        let bytes = map_of(&keys);
+        assert_eq!(duplicate_verdicts(&bytes), (duplicate, duplicate), "{keys:?}");
+    }
+}
+
+#[test]
+fn duplicate_keys_are_scoped_to_their_own_map_at_any_nesting() {
+    // Three levels of 16-key maps (the largest checked by a linear scan), keys k0..k15 at
+    // every level: no duplicate anywhere, and 48 keys are open at once (the inline list spills).
+    fn nested(w: &mut Writer, level: u32) {
+        w.map_header(16);
+        for i in 0..16 {
+            w.text(&format!("k{i}"));
+            if level < 3 && i == 15 {
+                nested(w, level + 1);
+            } else {
+                w.integer(i64::from(level));
+            }
+        }
+    }
+    let mut w = Writer::new();
+    nested(&mut w, 1);
+    assert_eq!(duplicate_verdicts(w.as_bytes()), (false, false));
+    // The same with the last inner map repeating its first key.
+    let mut w = Writer::new();
+    w.map_header(2);
+    w.text("a");
+    w.map_header(2);
+    w.text("x");
+    w.null();
+    w.text("y");
+    w.null();
+    w.text("b");
+    w.map_header(3);
+    w.text("x");
+    w.null();
+    w.text("y");
+    w.null();
+    w.text("x");
+    w.null();
+    assert_eq!(duplicate_verdicts(&w.into_vec()), (true, true));
+}

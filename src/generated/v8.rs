@@ -3,7 +3,7 @@
 //! Envelope types of Pi protocol version 8, generated from `schema/pi-protocol.v8.json`.
 
 use pi_protocol_derive::Codec;
-use pi_protocol_runtime::{Integer, Payload};
+use pi_protocol_runtime::{CompactString, Integer, Payload};
 
 /// The protocol version this module implements (`x-protocol-version` of the schema).
 pub const PROTOCOL_VERSION: u32 = 8;
@@ -13,42 +13,42 @@ pub const PROTOCOL_VERSION: u32 = 8;
 /// Schema: `#/$defs/ServerId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
-pub struct ServerId(String);
+pub struct ServerId(CompactString);
 
 /// Correlation id of a request, chosen by the client: a non-empty string.
 ///
 /// Schema: `#/$defs/Id`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 1)]
-pub struct RequestId(String);
+pub struct RequestId(CompactString);
 
 /// Identity of a durable Session: a non-empty string.
 ///
 /// Schema: `#/$defs/SessionId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 1)]
-pub struct SessionId(String);
+pub struct SessionId(CompactString);
 
 /// Identity of one live presentation attachment to a Session: a non-empty string.
 ///
 /// Schema: `#/$defs/AttachmentId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 1)]
-pub struct AttachmentId(String);
+pub struct AttachmentId(CompactString);
 
 /// Identity of a subscription whose updates a server streams: a non-empty string.
 ///
 /// Schema: `#/$defs/SubscriptionId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 1)]
-pub struct SubscriptionId(String);
+pub struct SubscriptionId(CompactString);
 
 /// Opaque, application-defined error code: a non-empty string.
 ///
 /// Schema: `#/$defs/ErrorCode`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 1)]
-pub struct ErrorCode(String);
+pub struct ErrorCode(CompactString);
 
 /// Routes a call to a logical server as a whole.
 ///

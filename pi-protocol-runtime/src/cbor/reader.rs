@@ -5,7 +5,10 @@
 //! as "truncated" without anything of that size being allocated. Nothing here knows the
 //! envelope schema: derived decoders drive the reader.
 
+use std::collections::HashSet;
+
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use crate::codec::Scalar;
 use crate::error::{ProtocolError, Rule};
@@ -169,18 +172,6 @@ impl<'de> Reader<'de> {
         Ok((m, ai))
     }
 
-    /// The initial byte's parts, like [`initial`](Self::initial) but without the depth check, for
-    /// entries of a container whose children's depth was checked when it was opened.
-    #[inline]
-    fn initial_at_checked_depth(&self) -> Result<(u8, u8), ProtocolError> {
-        let b = self.peek_byte()?;
-        let (m, ai) = (b >> 5, b & 0x1f);
-        if ai >= 28 {
-            return Err(reserved_or_indefinite(m, ai));
-        }
-        Ok((m, ai))
-    }
-
     #[inline]
     fn string_body(&mut self, ai: u8) -> Result<&'de [u8], ProtocolError> {
         let n = self.argument(ai)?;
@@ -210,7 +201,7 @@ impl<'de> Reader<'de> {
     #[inline]
     fn text_body(&mut self, ai: u8) -> Result<&'de str, ProtocolError> {
         let body = self.string_body(ai)?;
-        std::str::from_utf8(body).map_err(|_| ProtocolError::cbor(Rule::InvalidUtf8))
+        utf8_str(body).ok_or_else(|| ProtocolError::cbor(Rule::InvalidUtf8))
     }
 
     /// Skips a text string body, checking only that it is valid UTF-8 (no `&str` is needed).
@@ -513,80 +504,108 @@ impl<'de> Reader<'de> {
     }
 
     /// Skips an array or map with an explicit stack (see [`skip_item`](Self::skip_item)).
+    ///
+    /// The innermost open container lives in a local (`current`); only its parents are on the
+    /// stack, so the per-item work touches no memory beyond the input and the key list.
     fn skip_nested(&mut self) -> Result<ItemShape, ProtocolError> {
-        let mut shape = ItemShape::default();
-        let mut levels: InlineStack<Level, INLINE_LEVELS> = InlineStack::new();
-        let mut keys: InlineStack<&'de [u8], INLINE_KEYS> = InlineStack::new();
-        let mut key_sets: Vec<std::collections::HashSet<&'de [u8]>> = Vec::new();
+        let (m, ai) = self.initial()?;
+        let n = self.container_length(ai, if m == major::MAP { 2 } else { 1 })?;
+        let mut shape = ItemShape { depth: 1, widest: n as u32 };
+        if n == 0 {
+            return Ok(shape);
+        }
+        self.check_entry_depth()?;
+        let mut parents: SmallVec<[Level; INLINE_LEVELS]> = SmallVec::new();
+        let mut keys = KeyStack::new();
+        let mut key_sets: Vec<HashSet<&'de [u8]>> = Vec::new();
+        let mut current = Level::open(m == major::MAP, n, &keys, &mut key_sets);
+        self.depth += 1;
         loop {
-            if let Some(level) = levels.last_mut() {
-                if level.expect_key {
-                    let (m, ai) = self.initial_at_checked_depth()?;
-                    if m != major::TEXT {
-                        return Err(ProtocolError::cbor(Rule::NonTextKey));
-                    }
-                    let key = self.string_body(ai)?;
-                    if !is_utf8(key) {
-                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
-                    }
-                    let fresh = if level.key_set != NO_KEY_SET {
-                        key_sets[level.key_set as usize].insert(key)
-                    } else if keys.as_slice()[level.keys_start..].iter().any(|seen| same_key(seen, key)) {
-                        false
-                    } else {
-                        keys.push(key);
-                        true
-                    };
-                    if !fresh {
-                        return Err(ProtocolError::cbor(Rule::DuplicateKey));
-                    }
-                    level.expect_key = false;
-                    continue;
+            if current.remaining == 0 {
+                // The innermost container is complete: close it and resume its parent.
+                if current.key_set != NO_KEY_SET {
+                    key_sets.pop();
                 }
-                level.remaining -= 1;
-                level.expect_key = level.is_map && level.remaining > 0;
+                keys.truncate(current.keys_start);
+                self.depth -= 1;
+                match parents.pop() {
+                    Some(parent) => {
+                        current = parent;
+                        continue;
+                    }
+                    None => return Ok(shape),
+                }
             }
-            let (m, ai) = if levels.is_empty() { self.initial()? } else { self.initial_at_checked_depth()? };
+            current.remaining -= 1;
+            let b = *self.input.get(self.pos).ok_or_else(truncated)?;
+            // A map holds 2n items counted down from 2n: an odd count left means a key is next.
+            let is_key = current.is_map && current.remaining & 1 == 1;
+            // Fast path: a text string shorter than 24 bytes (most keys, ids and short values).
+            if b.wrapping_sub(0x60) < 24 {
+                let start = self.pos + 1;
+                let n = usize::from(b - 0x60);
+                if n as u64 > u64::from(self.limits.max_byte_length()) || n > self.input.len() - start {
+                    return Err(self.string_length_error(n as u64));
+                }
+                // The string's first eight bytes (fewer at the very end of the input), in one load.
+                let head = head_word(&self.input[start..]) & low_bytes(n);
+                let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&self.input[start..start + n]) };
+                if !ascii && std::str::from_utf8(&self.input[start..start + n]).is_err() {
+                    return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                }
+                self.pos = start + n;
+                if is_key {
+                    let fingerprint = (head & low_bytes(7)) | ((n as u64) << 56);
+                    self.check_fresh_key(fingerprint, start, n, &current, &mut keys, &mut key_sets)?;
+                }
+                continue;
+            }
+            let (m, ai) = (b >> 5, b & 0x1f);
+            if ai >= 28 {
+                return Err(reserved_or_indefinite(m, ai));
+            }
+            if is_key {
+                if m != major::TEXT {
+                    return Err(ProtocolError::cbor(Rule::NonTextKey));
+                }
+                let key = self.string_body(ai)?;
+                if !is_utf8(key) {
+                    return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                }
+                let start = self.pos - key.len();
+                let fingerprint = (head_word(key) & low_bytes(7)) | ((key.len() as u64) << 56);
+                self.check_fresh_key(fingerprint, start, key.len(), &current, &mut keys, &mut key_sets)?;
+                continue;
+            }
+            if b == FLOAT64 {
+                let bytes = self.input.get(self.pos + 1..self.pos + 9).ok_or_else(truncated)?;
+                check_float(f64::from_be_bytes(bytes.try_into().expect("eight bytes")))?;
+                self.pos += 9;
+                continue;
+            }
             match m {
+                major::TEXT => self.skip_text_body(ai)?,
                 major::UNSIGNED | major::NEGATIVE => {
                     self.integer_value(m, ai)?;
+                }
+                major::ARRAY | major::MAP => {
+                    let is_map = m == major::MAP;
+                    let n = self.container_length(ai, if is_map { 2 } else { 1 })?;
+                    shape.depth = shape.depth.max(parents.len() as u32 + 2);
+                    shape.widest = shape.widest.max(n as u32);
+                    if n > 0 {
+                        // The entries are one level deeper: check that depth once for all of them.
+                        self.check_entry_depth()?;
+                        parents.push(current);
+                        current = Level::open(is_map, n, &keys, &mut key_sets);
+                        self.depth += 1;
+                    }
                 }
                 major::BYTES => {
                     if !self.allow_bytes {
                         return Err(ProtocolError::schema(Rule::ByteString));
                     }
                     self.string_body(ai)?;
-                }
-                major::TEXT => {
-                    self.skip_text_body(ai)?;
-                }
-                major::ARRAY | major::MAP => {
-                    let is_map = m == major::MAP;
-                    let n = self.container_length(ai, if is_map { 2 } else { 1 })?;
-                    shape.depth = shape.depth.max(levels.len() as u32 + 1);
-                    shape.widest = shape.widest.max(n as u32);
-                    if n > 0 {
-                        // The entries are one level deeper: check that depth once for all of them.
-                        if self.depth + 1 > self.limits.max_depth() {
-                            return Err(ProtocolError::cbor(Rule::DepthLimit {
-                                limit: u64::from(self.limits.max_depth()),
-                            }));
-                        }
-                        let key_set = if is_map && n > LINEAR_KEY_SCAN {
-                            key_sets.push(std::collections::HashSet::with_capacity(n.min(4096)));
-                            (key_sets.len() - 1) as u32
-                        } else {
-                            NO_KEY_SET
-                        };
-                        levels.push(Level {
-                            remaining: n,
-                            is_map,
-                            expect_key: is_map,
-                            keys_start: keys.len(),
-                            key_set,
-                        });
-                        self.depth += 1;
-                    }
                 }
                 major::TAG => return Err(ProtocolError::cbor(Rule::Tag)),
                 // false, true, null: one byte, nothing to check.
@@ -595,30 +614,96 @@ impl<'de> Reader<'de> {
                     self.simple(ai)?;
                 }
             }
-            // Close every finished container; the item ends when none is open.
-            while let Some(level) = levels.last() {
-                if level.remaining > 0 || level.expect_key {
-                    break;
-                }
-                if level.key_set != NO_KEY_SET {
-                    key_sets.pop();
-                }
-                keys.truncate(level.keys_start);
-                levels.pop();
-                self.depth -= 1;
-            }
-            if levels.is_empty() {
-                return Ok(shape);
-            }
         }
+    }
+
+    /// Records the key `input[start..start + len]` (with its [`KeyStack`] fingerprint) just read
+    /// in the map `level`, failing with `DuplicateKey` when the map already has it.
+    #[inline(always)]
+    fn check_fresh_key(
+        &self,
+        fingerprint: u64,
+        start: usize,
+        len: usize,
+        level: &Level,
+        keys: &mut KeyStack,
+        key_sets: &mut [HashSet<&'de [u8]>],
+    ) -> Result<(), ProtocolError> {
+        let fresh = if level.key_set != NO_KEY_SET {
+            key_sets[level.key_set as usize].insert(&self.input[start..start + len])
+        } else {
+            keys.insert(level.keys_start, self.input, fingerprint, start, len)
+        };
+        if fresh {
+            Ok(())
+        } else {
+            Err(ProtocolError::cbor(Rule::DuplicateKey))
+        }
+    }
+
+    /// Checks that entries of a container opened at the current depth stay within the limit.
+    #[inline]
+    fn check_entry_depth(&self) -> Result<(), ProtocolError> {
+        if self.depth + 1 > self.limits.max_depth() {
+            return Err(ProtocolError::cbor(Rule::DepthLimit { limit: u64::from(self.limits.max_depth()) }));
+        }
+        Ok(())
     }
 
     // --------------------------------------------------------------- peeking
 
+    /// Reads a map key, which must be a text string, as its bytes, without checking that they
+    /// are UTF-8: for decoders that only compare keys with known (valid) ones and refuse any
+    /// other key, so that a key they accept is valid UTF-8 by that comparison.
+    ///
+    /// # Errors
+    /// `Cbor`/`NonTextKey` for any other item, limits, truncation.
+    #[inline]
+    pub fn read_key_raw(&mut self) -> Result<&'de [u8], ProtocolError> {
+        if let Some((header, len)) = self.short_text_at_cursor() {
+            let start = self.pos + header;
+            self.pos = start + len;
+            return Ok(&self.input[start..start + len]);
+        }
+        let (m, ai) = self.initial()?;
+        if m != major::TEXT {
+            return Err(ProtocolError::cbor(Rule::NonTextKey));
+        }
+        self.string_body(ai)
+    }
+
+    /// When the item at the cursor is a text string of less than 256 bytes that is within the
+    /// input, the depth and the byte limit: its header length and its length.
+    #[inline(always)]
+    fn short_text_at_cursor(&self) -> Option<(usize, usize)> {
+        let b = *self.input.get(self.pos)?;
+        let (header, len) = match b.wrapping_sub(0x60) {
+            n @ 0..=23 => (1, usize::from(n)),
+            24 => (2, usize::from(*self.input.get(self.pos + 1)?)),
+            _ => return None,
+        };
+        let fits = self.pos + header + len <= self.input.len()
+            && len as u64 <= u64::from(self.limits.max_byte_length())
+            && self.depth <= self.limits.max_depth();
+        fits.then_some((header, len))
+    }
+
+    /// Moves past one item for a peek: a short text string by its length alone (the decode that
+    /// follows the peek checks its content), anything else validated by [`skip`](Self::skip).
+    #[inline]
+    fn pass_over(&mut self) -> Result<(), ProtocolError> {
+        if let Some((header, len)) = self.short_text_at_cursor() {
+            self.pos += header + len;
+            return Ok(());
+        }
+        self.skip()
+    }
+
     /// With the cursor at a map head, finds `key` among its entries without moving the cursor.
     ///
-    /// Returns `Ok(None)` when the key is absent. Entries before the key are validated as they
-    /// are passed over; the map as a whole is validated when it is actually read.
+    /// Returns `Ok(None)` when the key is absent. This is a peek for choosing how to decode the
+    /// map: entries before the key are only passed over (structure and limits are checked, the
+    /// UTF-8 of keys and short strings is not); the map as a whole is validated when it is read.
     ///
     /// # Errors
     /// `Schema`/`WrongType { expected: "object" }` when the item is not a map; `Cbor` errors met
@@ -627,18 +712,19 @@ impl<'de> Reader<'de> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
         for _ in 0..n {
-            let k = probe.read_key_bytes()?;
+            let k = probe.read_key_raw()?;
             if k == key.as_bytes() {
                 return probe.read_scalar().map(Some);
             }
-            probe.skip()?;
+            probe.pass_over()?;
         }
         Ok(None)
     }
 
     /// With the cursor at a map head, writes its keys in wire order into `out` without moving
     /// the cursor and returns how many there are, or `Ok(None)` when the map has more entries
-    /// than `out` holds. Allocates nothing.
+    /// than `out` holds. Allocates nothing. Like [`peek_map_value`](Self::peek_map_value), a
+    /// peek: the keys are raw bytes (compare them with known keys) and values are passed over.
     ///
     /// # Errors
     /// As [`peek_map_value`](Self::peek_map_value).
@@ -649,8 +735,8 @@ impl<'de> Reader<'de> {
             return Ok(None);
         }
         for slot in out.iter_mut().take(n) {
-            *slot = probe.read_key_bytes()?;
-            probe.skip()?;
+            *slot = probe.read_key_raw()?;
+            probe.pass_over()?;
         }
         Ok(Some(n))
     }
@@ -669,15 +755,44 @@ pub(crate) fn check_float(v: f64) -> Result<(), ProtocolError> {
     Ok(())
 }
 
-/// Whether `bytes` is valid UTF-8: an ASCII scan for short strings (keys, ids), the standard
-/// library's validator for long or non-ASCII ones. Short strings dominate envelopes and payload
-/// keys, and `std::str::from_utf8` has a fixed cost per call that this avoids.
+/// Whether `bytes` is valid UTF-8: an ASCII scan a word at a time first (keys, ids and most
+/// payload strings are ASCII), the standard library's validator only for the rest.
 #[inline]
 pub(crate) fn is_utf8(bytes: &[u8]) -> bool {
-    if bytes.len() <= 64 && bytes.is_ascii() {
-        return true;
+    is_ascii(bytes) || std::str::from_utf8(bytes).is_ok()
+}
+
+/// `bytes` as a `&str` when it is valid UTF-8.
+///
+/// ASCII strings (ids, literals, most payload text) are recognised by [`is_ascii`] and viewed
+/// as `str` directly; everything else goes through `std::str::from_utf8`. The standard
+/// validator costs about 80 instructions on a 6-byte id, the ASCII test about 15: on a small
+/// request (four ids and a literal) this was 5% of the decode (callgrind, `docs/PERFORMANCE.md`).
+#[inline]
+#[allow(unsafe_code)]
+pub(crate) fn utf8_str(bytes: &[u8]) -> Option<&str> {
+    if is_ascii(bytes) {
+        // SAFETY: every byte is below 0x80, and a sequence of ASCII bytes is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
     }
-    std::str::from_utf8(bytes).is_ok()
+}
+
+/// Whether every byte of `bytes` is ASCII, testing eight bytes per step; the last step reads
+/// the final eight bytes again (overlapping) instead of looping over a tail.
+#[inline(always)]
+pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("eight bytes"));
+    let len = bytes.len();
+    if len < 8 {
+        return bytes.iter().fold(0u8, |acc, &b| acc | b) < 0x80;
+    }
+    let mut seen = word(&bytes[len - 8..]);
+    for chunk in bytes.chunks_exact(8) {
+        seen |= word(chunk);
+    }
+    seen & HIGH_BITS == 0
 }
 
 /// The error for additional information 28-31 in major type `m`.
@@ -690,17 +805,106 @@ fn reserved_or_indefinite(m: u8, ai: u8) -> ProtocolError {
     })
 }
 
-/// Whether two keys are equal, testing length and first byte before comparing the rest (most
-/// keys of one map differ there, and a `memcmp` call costs more than the whole test).
-#[inline]
-fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.first() == b.first() && a == b
+/// The keys of the small maps open in an item being skipped, innermost map last, for the
+/// duplicate-key check: each key as a fingerprint (its length in the top byte, its first seven
+/// bytes below, so keys of up to seven bytes are equal exactly when their fingerprints are)
+/// and its location in the input. The first
+/// [`INLINE_KEYS`] live in fixed arrays (zeroed, not allocated); more spill to the heap.
+struct KeyStack {
+    len: usize,
+    fingerprints: [u64; INLINE_KEYS],
+    /// `start << 32 | length` of each key (frames are shorter than 4 GiB).
+    locations: [u64; INLINE_KEYS],
+    spill: Vec<(u64, u64)>,
 }
+
+impl KeyStack {
+    #[inline(always)]
+    fn new() -> Self {
+        KeyStack { len: 0, fingerprints: [0; INLINE_KEYS], locations: [0; INLINE_KEYS], spill: Vec::new() }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Adds the key `input[start..start + len]`, whose fingerprint is `fingerprint`, to the map
+    /// whose keys begin at `from`; `false` when that map already has it.
+    #[inline(always)]
+    fn insert(&mut self, from: usize, input: &[u8], fingerprint: u64, start: usize, len: usize) -> bool {
+        let location = ((start as u64) << 32) | len as u64;
+        // Keys of up to seven bytes are their fingerprint; longer ones are compared when theirs agree.
+        let same = |other: u64| {
+            let (other_start, other_len) = ((other >> 32) as usize, (other & 0xffff_ffff) as usize);
+            other_len == len && (len <= 7 || input[other_start..other_start + len] == input[start..start + len])
+        };
+        if self.len <= INLINE_KEYS {
+            for i in from..self.len {
+                if self.fingerprints[i] == fingerprint && same(self.locations[i]) {
+                    return false;
+                }
+            }
+            if self.len < INLINE_KEYS {
+                self.fingerprints[self.len] = fingerprint;
+                self.locations[self.len] = location;
+                self.len += 1;
+                return true;
+            }
+            // Full: move everything to the heap and continue there.
+            self.spill.reserve(2 * INLINE_KEYS);
+            self.spill.extend(self.fingerprints.iter().copied().zip(self.locations.iter().copied()));
+        } else if self.spill[from..].iter().any(|&(f, l)| f == fingerprint && same(l)) {
+            return false;
+        }
+        self.spill.push((fingerprint, location));
+        self.len += 1;
+        true
+    }
+
+    /// Forgets the keys from `len` on (a map was closed).
+    #[inline(always)]
+    fn truncate(&mut self, len: usize) {
+        if self.len > INLINE_KEYS {
+            self.spill.truncate(len);
+            if len <= INLINE_KEYS {
+                self.spill.clear();
+            }
+        }
+        self.len = self.len.min(len);
+    }
+}
+
+/// The first eight bytes of `rest` as a little-endian word (one unaligned load), or its bytes
+/// zero-extended when it is shorter. Callers mask off the bytes beyond their string.
+#[inline(always)]
+fn head_word(rest: &[u8]) -> u64 {
+    match rest.get(..8) {
+        Some(word) => u64::from_le_bytes(word.try_into().expect("eight bytes")),
+        None => rest.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
+    }
+}
+
+/// A mask of the low `n` bytes of a word (all of it from eight on).
+#[inline(always)]
+fn low_bytes(n: usize) -> u64 {
+    if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    }
+}
+
+/// The high bit of every byte of a word: zero after masking for ASCII bytes.
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 #[cold]
 fn truncated() -> ProtocolError {
     ProtocolError::cbor(Rule::Truncated)
 }
+
+/// Initial byte of a float64 (major type 7, additional information 27).
+const FLOAT64: u8 = 0xfb;
 
 /// Entries of small maps are checked for duplicates by a linear scan; larger maps use a hash set.
 const LINEAR_KEY_SCAN: usize = 16;
@@ -712,95 +916,28 @@ const INLINE_KEYS: usize = 32;
 const NO_KEY_SET: u32 = u32::MAX;
 
 /// One open container of an item being skipped.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Level {
-    /// Entries (array elements, map entries) still to read.
+    /// Items still to read: elements of an array; keys and values (2 per entry) of a map.
     remaining: usize,
     is_map: bool,
-    /// Whether the next item of this map is a key.
-    expect_key: bool,
-    /// Where this map's keys start in the shared key stack.
+    /// Where this map's keys start in the shared key list.
     keys_start: usize,
     /// Index of this map's hash set, or `NO_KEY_SET`.
     key_set: u32,
 }
 
-/// A stack holding its first `N` elements inline and spilling to the heap beyond.
-struct InlineStack<T: Copy + Default, const N: usize> {
-    inline: [T; N],
-    len: usize,
-    spill: Vec<T>,
-}
-
-impl<T: Copy + Default, const N: usize> InlineStack<T, N> {
+impl Level {
+    /// The level of a container of `n > 0` entries; a large map gets its own hash set of keys.
     #[inline]
-    fn new() -> Self {
-        InlineStack { inline: [T::default(); N], len: 0, spill: Vec::new() }
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[T] {
-        if self.spill.is_empty() {
-            &self.inline[..self.len]
+    fn open(is_map: bool, n: usize, keys: &KeyStack, key_sets: &mut Vec<HashSet<&[u8]>>) -> Level {
+        let key_set = if is_map && n > LINEAR_KEY_SCAN {
+            key_sets.push(HashSet::with_capacity(n.min(4096)));
+            (key_sets.len() - 1) as u32
         } else {
-            &self.spill
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, value: T) {
-        if self.spill.is_empty() && self.len < N {
-            self.inline[self.len] = value;
-        } else {
-            if self.spill.is_empty() {
-                self.spill.reserve(2 * N);
-                self.spill.extend_from_slice(&self.inline[..self.len]);
-            }
-            self.spill.push(value);
-        }
-        self.len += 1;
-    }
-
-    #[inline]
-    fn truncate(&mut self, len: usize) {
-        if len < self.len {
-            self.len = len;
-            if !self.spill.is_empty() {
-                self.spill.truncate(len);
-                if len == 0 {
-                    // Keep the spill allocation's role: an empty spill means "inline".
-                    self.spill.clear();
-                }
-            }
-        }
-    }
-
-    #[inline]
-    fn pop(&mut self) {
-        self.truncate(self.len.saturating_sub(1));
-    }
-
-    #[inline]
-    fn last(&self) -> Option<&T> {
-        self.as_slice().last()
-    }
-
-    #[inline]
-    fn last_mut(&mut self) -> Option<&mut T> {
-        if self.spill.is_empty() {
-            self.inline[..self.len].last_mut()
-        } else {
-            self.spill.last_mut()
-        }
+            NO_KEY_SET
+        };
+        // `n` is at most the remaining input over two for a map, so `2 * n` cannot overflow.
+        Level { remaining: if is_map { 2 * n } else { n }, is_map, keys_start: keys.len(), key_set }
     }
 }
