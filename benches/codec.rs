@@ -8,6 +8,8 @@
 //!   beforehand; `append_floor`, appending it to a `Vec` one byte at a time, for the bytewise
 //!   workload);
 //! - `encode/<workload>`: encoding every decoded message as a frame, ours and the baseline's;
+//!   `ours_vectored` builds the `EncodedFrame` handed to `write_vectored` (payloads of 4 KiB or
+//!   more shared with the message, not copied) instead of one contiguous buffer;
 //! - `relay/<workload>`: decode then re-encode without touching payloads;
 //! - `to_value/<workload>`: our decode followed by `Payload::to_value()` on every payload.
 //!
@@ -59,6 +61,7 @@ fn codec(c: &mut Criterion) {
         let theirs = ops::decode_theirs(&w);
         let mut g = group(c, "encode", &w);
         g.bench_function("ours", |b| b.iter(|| ops::encode_ours(black_box(&ours))));
+        g.bench_function("ours_vectored", |b| b.iter(|| ops::encode_ours_vectored(black_box(&ours))));
         g.bench_function("serde_ciborium", |b| b.iter(|| ops::encode_theirs(black_box(&theirs))));
         g.finish();
 

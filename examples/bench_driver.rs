@@ -6,8 +6,8 @@
 //!     for the TypeScript timing script of `cargo xtask bench-reference`
 //! cargo run --release --example bench_driver -- run OP WORKLOAD ITERATIONS
 //!     run one operation in a loop, for a profiler (perf record, valgrind --tool=callgrind);
-//!     OP: decode | decode-shared | decode-serde | encode | encode-serde | relay | relay-serde
-//!         | to-value | memcpy | append | none
+//!     OP: decode | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
+//!         | relay-serde | to-value | memcpy | append | none
 //! cargo run --release --example bench_driver -- memory
 //!     peak heap bytes of one run of each operation on each workload, above what was
 //!     allocated before it (counted by the `peak_alloc` global allocator)
@@ -27,8 +27,17 @@ mod common;
 use common::ops;
 use common::workloads::{self, Side, Workload};
 
-const OPS: &[&str] =
-    &["decode", "decode-shared", "decode-serde", "encode", "encode-serde", "relay", "relay-serde", "to-value"];
+const OPS: &[&str] = &[
+    "decode",
+    "decode-shared",
+    "decode-serde",
+    "encode",
+    "encode-vectored",
+    "encode-serde",
+    "relay",
+    "relay-serde",
+    "to-value",
+];
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -67,7 +76,7 @@ impl Setup {
     fn new(op: &str, w: &Workload) -> Setup {
         Setup {
             shared: if op == "decode-shared" { ops::shared_chunks(w) } else { Vec::new() },
-            ours: if op == "encode" { Some(ops::decode_ours(w)) } else { None },
+            ours: if op == "encode" || op == "encode-vectored" { Some(ops::decode_ours(w)) } else { None },
             theirs: if op == "encode-serde" { Some(ops::decode_theirs(w)) } else { None },
             into: if op == "memcpy" { vec![0u8; w.stream.len()] } else { Vec::new() },
         }
@@ -81,6 +90,7 @@ fn run_once(op: &str, w: &Workload, setup: &mut Setup) -> Result<usize, String> 
         "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &setup.shared)).len(),
         "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
         "encode" => setup.ours.as_ref().map_or(0, ops::encode_ours),
+        "encode-vectored" => setup.ours.as_ref().map_or(0, ops::encode_ours_vectored),
         "encode-serde" => setup.theirs.as_ref().map_or(0, ops::encode_theirs),
         "relay" => ops::relay_ours(w),
         "relay-serde" => ops::relay_theirs(w),
@@ -191,7 +201,7 @@ fn report(dir: &Path, node: Option<&Value>) -> Result<(), String> {
         let messages = w.messages as f64;
         let ops: &[(&str, &[&str])] = &[
             ("decode", &["ours", "ours_shared", "serde_ciborium", "memcpy", "append_floor", "typescript"]),
-            ("encode", &["ours", "serde_ciborium", "typescript"]),
+            ("encode", &["ours", "ours_vectored", "serde_ciborium", "typescript"]),
             ("relay", &["ours", "serde_ciborium"]),
             ("to_value", &["ours"]),
         ];

@@ -40,6 +40,11 @@
 //! section 4, payloads section 5, errors section 6; where this crate goes further than the
 //! reference is section 7.
 //!
+//! To send a message that carries a large payload, [`encode_client_message_vectored`] and
+//! [`encode_server_message_vectored`] return an [`EncodedFrame`]: the same bytes as a list of
+//! segments in which every payload of 4 KiB or more is the payload's own memory, not a copy,
+//! ready for `write_vectored` or any [`bytes::Buf`] consumer.
+//!
 //! On top of the codec, [`connection`] holds the protocol's connection rules (handshake,
 //! request correlation, cancellation, attachment routes, server fencing) as sans-IO state
 //! machines, [`ClientConnection`] and [`ServerConnection`], that any transport can drive.
@@ -76,13 +81,14 @@ pub use generated::v8::*;
 pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
 pub use pi_protocol_runtime as runtime;
 pub use pi_protocol_runtime::{
-    decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, ErrorKind, FrameDecoder, Integer,
-    PathSegment, Payload, ProtocolError, Rule, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH,
+    decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, EncodedFrame, ErrorKind, FrameDecoder,
+    Integer, PathSegment, Payload, ProtocolError, Rule, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH,
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH, MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
+    MIN_PAYLOAD_SEGMENT_LENGTH,
 };
 pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
 
-use pi_protocol_runtime::{encode_message, MessageDecoder};
+use pi_protocol_runtime::{encode_message, encode_message_vectored, MessageDecoder};
 
 /// Whether `value` is a valid logical server id: a lowercase RFC 4122 version 4 UUID
 /// (`#/$defs/ServerId`).
@@ -140,6 +146,77 @@ pub fn encode_server_message(message: &ServerMessage) -> Result<Vec<u8>, Protoco
 /// As [`encode_client_message`], against `options`.
 pub fn encode_server_message_with(message: &ServerMessage, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
     encode_message(message, options)
+}
+
+/// Validates `message` and encodes it as one frame with the default options, without copying
+/// large opaque payloads (PROTOCOL.md section 1).
+///
+/// The [`EncodedFrame`] holds the 4-byte header and the envelope as owned bytes and each payload
+/// of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`] bytes (4 KiB) as a segment sharing the payload's
+/// own memory; read in order, its segments are exactly the bytes of
+/// [`encode_client_message`]. Write it with [`EncodedFrame::write_to`] (blocking,
+/// `write_vectored`), or hand it to anything that takes a [`bytes::Buf`] (tokio's
+/// `write_all_buf`). For small messages it is one segment and costs the same as
+/// [`encode_client_message`].
+///
+/// ```
+/// use pi_protocol::{encode_client_message, encode_client_message_vectored, ClientMessage, Payload,
+///                   Request, RequestId, RpcTarget, ServerId, ServerTarget};
+/// use serde_json::json;
+///
+/// let call = Payload::from_value(&json!({"member": "upload", "args": ["x".repeat(1 << 20)]}))?;
+/// let request = ClientMessage::Request(Request {
+///     id: RequestId::new("req-1")?,
+///     target: RpcTarget::Server(ServerTarget { server_id: ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")? }),
+///     call: call.clone(),
+/// });
+/// let mut frame = encode_client_message_vectored(&request)?;
+/// // Envelope bytes, the call's own memory (not a copy), nothing after it.
+/// let segments: Vec<&[u8]> = frame.segments().collect();
+/// assert_eq!(segments.len(), 2);
+/// assert_eq!(segments[1].as_ptr(), call.as_cbor().as_ptr());
+///
+/// let mut socket = Vec::new(); // any std::io::Write
+/// frame.write_to(&mut socket)?;
+/// assert_eq!(socket, encode_client_message(&request)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`encode_client_message`].
+pub fn encode_client_message_vectored(message: &ClientMessage) -> Result<EncodedFrame, ProtocolError> {
+    encode_message_vectored(message, &CodecOptions::default())
+}
+
+/// [`encode_client_message_vectored`] with explicit options (frame and CBOR limits).
+///
+/// # Errors
+/// As [`encode_client_message`], against `options`.
+pub fn encode_client_message_vectored_with(
+    message: &ClientMessage,
+    options: &CodecOptions,
+) -> Result<EncodedFrame, ProtocolError> {
+    encode_message_vectored(message, options)
+}
+
+/// Validates `message` and encodes it as one frame with the default options, without copying
+/// large opaque payloads; see [`encode_client_message_vectored`].
+///
+/// # Errors
+/// As [`encode_client_message`].
+pub fn encode_server_message_vectored(message: &ServerMessage) -> Result<EncodedFrame, ProtocolError> {
+    encode_message_vectored(message, &CodecOptions::default())
+}
+
+/// [`encode_server_message_vectored`] with explicit options.
+///
+/// # Errors
+/// As [`encode_client_message`], against `options`.
+pub fn encode_server_message_vectored_with(
+    message: &ServerMessage,
+    options: &CodecOptions,
+) -> Result<EncodedFrame, ProtocolError> {
+    encode_message_vectored(message, options)
 }
 
 macro_rules! message_decoder {

@@ -27,6 +27,7 @@ pub mod number;
 pub mod pattern;
 pub mod payload;
 pub mod serde_impls;
+pub mod vectored;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
 pub use codec::{Decode, Encode, KeySet, Scalar, Tagged, Validate};
@@ -37,11 +38,12 @@ pub use limits::{
     MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
 };
 pub use message::{
-    decode_message, decode_message_shared, encode_item, encode_message, encode_message_into, CodecOptions,
-    MessageDecoder,
+    decode_message, decode_message_shared, encode_item, encode_message, encode_message_into, encode_message_vectored,
+    CodecOptions, MessageDecoder,
 };
 pub use number::Integer;
 pub use payload::Payload;
+pub use vectored::{EncodedFrame, MIN_PAYLOAD_SEGMENT_LENGTH};
 
 /// The storage of generated string newtypes (ids): a string kept inline, without a heap
 /// allocation, up to 24 bytes (the usual request, session and attachment ids), on the heap

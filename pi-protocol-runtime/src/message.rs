@@ -11,6 +11,7 @@ use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError};
 use crate::frame::{check_encoded_length, FrameDecoder, FRAME_HEADER_LENGTH};
 use crate::limits::{check_length, CborLimits, DEFAULT_MAX_FRAME_LENGTH};
+use crate::vectored::EncodedFrame;
 
 /// Options of message encoders and decoders: the frame limit and the CBOR limits.
 ///
@@ -121,9 +122,9 @@ pub fn encode_message<T>(message: &T, options: &CodecOptions) -> Result<Vec<u8>,
 where
     T: Encode + Validate,
 {
-    let mut frame = Vec::with_capacity(INITIAL_FRAME_CAPACITY);
-    encode_message_into(message, options, &mut frame)?;
-    Ok(frame)
+    let mut writer = Writer::from_vec(Vec::with_capacity(INITIAL_FRAME_CAPACITY));
+    write_frame(message, options, &mut writer, 0)?;
+    Ok(writer.into_vec())
 }
 
 /// Like [`encode_message`], appending the frame to `out` (a transmit buffer holding earlier
@@ -136,19 +137,68 @@ pub fn encode_message_into<T>(message: &T, options: &CodecOptions, out: &mut Vec
 where
     T: Encode + Validate,
 {
-    message.validate()?;
     let start = out.len();
-    out.extend_from_slice(&[0; FRAME_HEADER_LENGTH]);
     let mut writer = Writer::from_vec(std::mem::take(out));
-    message.encode(&mut writer);
-    let checked = check_payload_limits(&writer, start + FRAME_HEADER_LENGTH, options.limits);
+    let result = write_frame(message, options, &mut writer, start);
     *out = writer.into_vec();
-    let len = out.len() - start - FRAME_HEADER_LENGTH;
-    if let Err(error) = checked.and_then(|()| check_encoded_length(len, options.max_frame_length)) {
+    if result.is_err() {
         out.truncate(start);
-        return Err(error);
     }
-    out[start..start + FRAME_HEADER_LENGTH].copy_from_slice(&(len as u32).to_be_bytes());
+    result
+}
+
+/// Like [`encode_message`], without copying large opaque payloads: the frame comes back as
+/// segments (PROTOCOL.md section 1), owned bytes for the header and the envelope, and each
+/// payload of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`](crate::MIN_PAYLOAD_SEGMENT_LENGTH) bytes
+/// as a shared reference to its own memory. Read in order, the segments are the bytes
+/// [`encode_message`] returns; validation, limits and errors are the same.
+///
+/// Hand the result to [`EncodedFrame::write_to`] (a blocking writer, with `write_vectored`) or
+/// to any consumer of a [`bytes::Buf`] (`write_all_buf` of tokio, say).
+///
+/// ```
+/// use pi_protocol_runtime::{encode_message, encode_message_vectored, CodecOptions, Payload};
+/// let small = Payload::from_value(&serde_json::json!({"member": "catalogue"}))?;
+/// let frame = encode_message_vectored(&small, &CodecOptions::default())?;
+/// assert_eq!(frame.segments().count(), 1); // small payloads are copied in
+/// assert_eq!(frame.to_vec(), encode_message(&small, &CodecOptions::default())?);
+/// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+/// ```
+///
+/// # Errors
+/// As [`encode_message`].
+pub fn encode_message_vectored<T>(message: &T, options: &CodecOptions) -> Result<EncodedFrame, ProtocolError>
+where
+    T: Encode + Validate,
+{
+    let mut writer = Writer::vectored(Vec::with_capacity(INITIAL_FRAME_CAPACITY));
+    write_frame(message, options, &mut writer, 0)?;
+    let (inline, payloads) = writer.into_parts();
+    Ok(EncodedFrame::from_parts(inline, payloads))
+}
+
+/// The encoders' common part: validates `message`, appends a header and the message's CBOR to
+/// `writer` (whose bytes before `start` are not part of the frame), checks the limits and fills
+/// in the header. On error the writer holds a partial frame, which the caller drops.
+#[inline]
+fn write_frame<T>(message: &T, options: &CodecOptions, writer: &mut Writer, start: usize) -> Result<(), ProtocolError>
+where
+    T: Encode + Validate,
+{
+    message.validate()?;
+    writer.raw(&[0; FRAME_HEADER_LENGTH]);
+    message.encode(writer);
+    finish_frame(writer, start, options)
+}
+
+/// Checks the frame written into `writer` from byte `start` on (header placeholder included)
+/// against the limits of `options`, then fills in its header.
+fn finish_frame(writer: &mut Writer, start: usize, options: &CodecOptions) -> Result<(), ProtocolError> {
+    let payload_start = start + FRAME_HEADER_LENGTH;
+    check_payload_limits(writer, payload_start, options.limits)?;
+    let len = writer.written_len() - payload_start;
+    check_encoded_length(len, options.max_frame_length)?;
+    writer.as_mut_vec()[start..payload_start].copy_from_slice(&(len as u32).to_be_bytes());
     Ok(())
 }
 
@@ -161,18 +211,28 @@ const ENVELOPE_DEPTH_MARGIN: u32 = 4;
 /// Checks the payload written into `writer` from byte `start` on against the CBOR limits.
 /// Envelopes are shallow and small, so only when an opaque payload comes near a limit is the
 /// output scanned to decide exactly.
+#[inline]
 fn check_payload_limits(writer: &Writer, start: usize, limits: CborLimits) -> Result<(), ProtocolError> {
-    let payload = &writer.as_bytes()[start..];
+    let len = writer.written_len() - start;
     let near_limit = writer.payload_depth() + ENVELOPE_DEPTH_MARGIN > limits.max_depth()
         || writer.payload_widest() > limits.max_container_length()
-        || payload.len() > limits.max_byte_length() as usize;
+        || len > limits.max_byte_length() as usize;
     if near_limit {
-        let as_encode = |e: ProtocolError| ProtocolError::new(ErrorKind::Encode, e.rule());
-        check_item_length(payload.len(), limits, ErrorKind::Encode)?;
-        let mut scan = Reader::new(payload, limits);
-        scan.skip().map_err(as_encode)?;
+        return scan_payload(writer, start, limits);
     }
     Ok(())
+}
+
+/// The exact check of [`check_payload_limits`]: the length, then a scan of the payload. A
+/// writer that set payloads aside has them copied back in place for the scan (a rare case,
+/// where exactness matters more than the copy).
+#[cold]
+#[inline(never)]
+fn scan_payload(writer: &Writer, start: usize, limits: CborLimits) -> Result<(), ProtocolError> {
+    check_item_length(writer.written_len() - start, limits, ErrorKind::Encode)?;
+    let payload = writer.contiguous_from(start);
+    let mut scan = Reader::new(&payload, limits);
+    scan.skip().map_err(|e| ProtocolError::new(ErrorKind::Encode, e.rule()))
 }
 
 /// Encodes `message` as a bare CBOR item (no frame header), after validating it.

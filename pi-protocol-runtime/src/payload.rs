@@ -154,7 +154,7 @@ impl<'de> Decode<'de> for Payload {
 
 impl Encode for Payload {
     fn encode(&self, writer: &mut Writer) {
-        writer.payload(&self.cbor, self.depth, self.widest);
+        writer.payload_shared(&self.cbor, self.depth, self.widest);
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io::{self, Read, Write};
 use std::marker::PhantomData;
 
-use pi_protocol_runtime::{decode_message, encode_message, Decode, ErrorKind, Rule, FRAME_HEADER_LENGTH};
+use pi_protocol_runtime::{decode_message, encode_message_vectored, Decode, ErrorKind, Rule, FRAME_HEADER_LENGTH};
 
 use super::Error;
 use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
@@ -173,8 +173,14 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Validates `message`, encodes it as one frame with the default options and writes it to
-/// `writer` with one `write_all` (PROTOCOL.md sections 1 and 3). Nothing is written when the
-/// message is refused. The writer is not flushed.
+/// `writer` (PROTOCOL.md sections 1 and 3). Nothing is written when the message is refused. The
+/// writer is not flushed.
+///
+/// The frame is written with [`EncodedFrame::write_to`](crate::EncodedFrame::write_to): an
+/// opaque payload of 4 KiB or more goes to `write_vectored` straight from its own memory
+/// instead of being copied into the frame first. A small message is one buffer, written with
+/// one call when the writer takes it whole; a writer without real vectored I/O gets one call per
+/// segment (at most three), so put an unbuffered one behind a [`std::io::BufWriter`].
 ///
 /// # Errors
 /// [`Error::Protocol`] as [`encode_client_message`](crate::encode_client_message);
@@ -204,8 +210,7 @@ pub fn write_client_message_with<W: Write + ?Sized>(
     message: &ClientMessage,
     options: &CodecOptions,
 ) -> Result<(), Error> {
-    let frame = encode_message(message, options)?;
-    writer.write_all(&frame)?;
+    encode_message_vectored(message, options)?.write_to(writer)?;
     Ok(())
 }
 
@@ -227,8 +232,7 @@ pub fn write_server_message_with<W: Write + ?Sized>(
     message: &ServerMessage,
     options: &CodecOptions,
 ) -> Result<(), Error> {
-    let frame = encode_message(message, options)?;
-    writer.write_all(&frame)?;
+    encode_message_vectored(message, options)?.write_to(writer)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
 use pi_protocol_runtime::FRAME_HEADER_LENGTH;
-use pi_protocol_runtime::{decode_message_shared, encode_message, Decode, Encode, ErrorKind, Rule, Validate};
+use pi_protocol_runtime::{decode_message_shared, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::Error;
@@ -167,8 +167,10 @@ impl<In, Out: Encode + Validate> Encoder<&Out> for MessageCodec<In, Out> {
     type Error = Error;
 
     fn encode(&mut self, item: &Out, dst: &mut BytesMut) -> Result<(), Error> {
-        let frame = encode_message(item, &self.options)?;
-        dst.put_slice(&frame);
+        // Built as segments, so that a large payload is copied once, straight into `dst`.
+        let frame = encode_message_vectored(item, &self.options)?;
+        dst.reserve(frame.len());
+        dst.put(frame);
         Ok(())
     }
 }

@@ -1,8 +1,13 @@
 //! The canonical CBOR writer (PROTOCOL.md section 3): shortest arguments, definite lengths,
 //! JSON number rules.
 
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
 use super::reader::major;
 use super::reader::MAX_SAFE_INTEGER;
+use crate::vectored::MIN_PAYLOAD_SEGMENT_LENGTH;
 
 /// Appends canonical CBOR items to a byte buffer.
 ///
@@ -23,6 +28,14 @@ pub struct Writer {
     buf: Vec<u8>,
     payload_depth: u32,
     payload_widest: u32,
+    /// Whether payloads of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`] bytes are set aside in
+    /// `segments` instead of being copied into `buf`. Only the vectored frame encoder makes
+    /// such a writer, and it takes the result apart with [`into_parts`](Self::into_parts).
+    vectored: bool,
+    /// The payloads set aside, in order, each with the offset in `buf` where it belongs.
+    segments: Vec<(usize, Bytes)>,
+    /// Total length of `segments`, in bytes.
+    segments_len: usize,
 }
 
 impl Writer {
@@ -32,23 +45,66 @@ impl Writer {
     }
 
     /// A writer appending to `buf` (which may already hold bytes, such as a frame header).
+    #[inline]
     pub fn from_vec(buf: Vec<u8>) -> Self {
-        Writer { buf, payload_depth: 0, payload_widest: 0 }
+        Writer { buf, ..Self::default() }
+    }
+
+    /// A writer appending to `buf` that sets large payloads aside instead of copying them
+    /// (see [`payload_shared`](Self::payload_shared)).
+    #[inline]
+    pub(crate) fn vectored(buf: Vec<u8>) -> Self {
+        Writer { buf, vectored: true, ..Self::default() }
     }
 
     /// The bytes written so far.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
 
     /// Mutable access to the buffer (for patching a frame header in place).
+    #[inline]
     pub fn as_mut_vec(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }
 
     /// The buffer.
+    #[inline]
     pub fn into_vec(self) -> Vec<u8> {
+        debug_assert!(self.segments.is_empty(), "a vectored writer is taken apart with into_parts");
         self.buf
+    }
+
+    /// The bytes written, in order, and the payloads set aside with the offset in those bytes
+    /// where each belongs.
+    #[inline]
+    pub(crate) fn into_parts(self) -> (Vec<u8>, Vec<(usize, Bytes)>) {
+        (self.buf, self.segments)
+    }
+
+    /// Length of everything written, set-aside payloads included, in bytes.
+    #[inline]
+    pub(crate) fn written_len(&self) -> usize {
+        self.buf.len() + self.segments_len
+    }
+
+    /// Everything written from byte `start` on, set-aside payloads in their place: borrowed
+    /// when none was set aside, else a copy. `start` must not lie after a set-aside payload.
+    pub(crate) fn contiguous_from(&self, start: usize) -> Cow<'_, [u8]> {
+        if self.segments.is_empty() {
+            return Cow::Borrowed(&self.buf[start..]);
+        }
+        debug_assert!(self.segments[0].0 >= start);
+        let mut out = Vec::with_capacity(self.written_len() - start);
+        let mut from = start;
+        for (at, payload) in &self.segments {
+            out.extend_from_slice(&self.buf[from..*at]);
+            out.extend_from_slice(payload);
+            from = *at;
+        }
+        out.extend_from_slice(&self.buf[from..]);
+        Cow::Owned(out)
     }
 
     /// Deepest nesting found inside any opaque payload written so far (levels below the payload).
@@ -152,6 +208,21 @@ impl Writer {
         self.buf.extend_from_slice(bytes);
         self.payload_depth = self.payload_depth.max(depth);
         self.payload_widest = self.payload_widest.max(widest);
+    }
+
+    /// Like [`payload`](Self::payload) for a payload held in shared memory: a vectored writer
+    /// keeps a payload of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`] bytes as a reference (a
+    /// reference-count increment) instead of copying it.
+    #[inline]
+    pub(crate) fn payload_shared(&mut self, bytes: &Bytes, depth: u32, widest: u32) {
+        if self.vectored && bytes.len() >= MIN_PAYLOAD_SEGMENT_LENGTH {
+            self.segments.push((self.buf.len(), bytes.clone()));
+            self.segments_len += bytes.len();
+            self.payload_depth = self.payload_depth.max(depth);
+            self.payload_widest = self.payload_widest.max(widest);
+        } else {
+            self.payload(bytes, depth, widest);
+        }
     }
 }
 
