@@ -1,6 +1,8 @@
 //! Zero-copy streaming decoders: chunks arrive as [`bytes::Bytes`], and the opaque payloads of
 //! the messages decoded from them ([`Payload`](crate::Payload)) are slices of those chunks
-//! instead of copies (PROTOCOL.md sections 1, 5 and 7).
+//! instead of copies (PROTOCOL.md sections 1, 5 and 7). Payloads of 46 bytes or less are the
+//! exception: every decoder copies those into the `Payload` itself, which costs less than
+//! counting a reference to the chunk.
 //!
 //! They accept and reject exactly what [`ClientMessageDecoder`](crate::ClientMessageDecoder)
 //! and [`ServerMessageDecoder`](crate::ServerMessageDecoder) accept and reject, with the same
@@ -127,7 +129,7 @@ macro_rules! shared_decoder {
 
 shared_decoder!(
     /// [`ClientMessageDecoder`](crate::ClientMessageDecoder) over shared chunks: the `call`
-    /// payloads of decoded requests are slices of the pushed [`Bytes`], not copies.
+    /// payloads of decoded requests (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
     ///
     /// ```
     /// use bytes::Bytes;
@@ -136,7 +138,7 @@ shared_decoder!(
     /// let request = parse_client_message(&serde_json::json!({
     ///     "type": "request", "id": "req-1",
     ///     "target": {"serverId": "3b241101-e2bb-4255-8caf-4136c566a962"},
-    ///     "call": {"member": "write", "args": ["a long text"]},
+    ///     "call": {"member": "write", "args": ["a text long enough to stay in the frame"]},
     /// }))?;
     /// let frame = Bytes::from(encode_client_message(&request)?);
     ///
@@ -156,7 +158,7 @@ shared_decoder!(
 
 shared_decoder!(
     /// [`ServerMessageDecoder`](crate::ServerMessageDecoder) over shared chunks: `result` and
-    /// `update` payloads are slices of the pushed [`Bytes`], not copies.
+    /// `update` payloads (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
     SharedServerMessageDecoder,
     ServerMessage
 );
@@ -193,8 +195,11 @@ mod tests {
         SharedServerMessageDecoder::new().push_each(&stream, |m| {
             if let Ok(ServerMessage::ServiceUpdate(u)) = m {
                 let at = u.update.as_cbor().as_ptr() as usize;
-                assert!(at >= stream.as_ptr() as usize && at < stream.as_ptr() as usize + stream.len());
-                inside += 1;
+                let in_chunk = at >= stream.as_ptr() as usize && at < stream.as_ptr() as usize + stream.len();
+                // Short payloads are held inline; the others point into the chunk.
+                let len = u.update.as_cbor().len();
+                assert_eq!(in_chunk, len > pi_protocol_runtime::MAX_INLINE_PAYLOAD_LENGTH, "{len} bytes");
+                inside += usize::from(in_chunk);
             }
         });
         assert!(inside > 0);

@@ -102,3 +102,42 @@ fn encoding_into_a_buffer_appends_the_frame_or_leaves_the_buffer_as_it_was() {
     assert_eq!(encode_message_into(&bad, &CodecOptions::new(), &mut out).unwrap_err().kind(), ErrorKind::Schema);
     assert_eq!(out, before);
 }
+
+/// The typed decoders take fast paths for short maps, keys and strings; every limit must hold
+/// on them exactly as on the general path. For a schema-valid message the only reason to refuse
+/// is a CBOR limit, so the typed verdict must equal the raw validator's for every setting.
+#[test]
+fn every_limit_applies_to_the_envelope_on_every_path() {
+    let session = ClientMessage::Request(Request {
+        id: RequestId::new("req-42").unwrap(),
+        target: RpcTarget::Session(pi_protocol::SessionTarget {
+            server_id: ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap(),
+            session_id: pi_protocol::SessionId::new("s-7f2a").unwrap(),
+            attachment_id: pi_protocol::AttachmentId::new("att-01").unwrap(),
+        }),
+        call: Payload::from_json_str(r#"{"serviceId":"session","member":"prompt","args":["hi",[1,{"a":null}]]}"#)
+            .unwrap(),
+    });
+    let frame = pi_protocol::encode_client_message(&session).unwrap();
+    let payload = &frame[4..];
+    let mut refused = 0;
+    for bytes in [0u64, 1, 5, 6, 7, 8, 35, 36, 37, 1000] {
+        for containers in [0u64, 1, 2, 3, 4, 100] {
+            for depth in [0u64, 1, 2, 3, 4, 5, 6] {
+                let limits = CborLimits::new(bytes, containers, depth).unwrap();
+                let raw = pi_protocol::runtime::decode_cbor(payload, limits).err().map(|e| e.rule());
+                let options = CodecOptions::new().cbor_limits(limits);
+                let typed =
+                    ClientMessageDecoder::with_options(&options).push(&frame).pop().unwrap().err().map(|e| e.rule());
+                assert_eq!(typed, raw, "limits: bytes {bytes}, containers {containers}, depth {depth}");
+                refused += usize::from(raw.is_some());
+            }
+        }
+    }
+    // Both verdicts occur, and each limit alone refuses the message.
+    assert!(refused > 0 && refused < 10 * 6 * 7, "{refused}");
+    for limits in [CborLimits::new(36, 100, 6), CborLimits::new(1000, 3, 6), CborLimits::new(1000, 100, 4)] {
+        let options = CodecOptions::new().cbor_limits(limits.unwrap());
+        assert!(ClientMessageDecoder::with_options(&options).push(&frame).pop().unwrap().is_err());
+    }
+}

@@ -1,9 +1,11 @@
 //! Emission of `Decode<'de>` for every shape.
 //!
 //! Structs read the map in one pass: each key is matched against the wire keys of the type
-//! (a `match` on `&str`), duplicates and unknown keys stop the decode at once, and missing
-//! required keys are reported after the last entry. Enums peek at the map without moving the
-//! reader, pick the variant and let it decode the map.
+//! (a `match` on the key's bytes), duplicates and unknown keys stop the decode at once, and
+//! missing required keys are reported after the last entry. Every map-shaped type also gets
+//! `DecodeMap`, which decodes the entries after the map's head: a tagged enum reads its tag
+//! when the map starts with it and hands the reader on to the variant (a peek is needed only
+//! when the tag comes later); a key-set enum peeks at the keys, picks the variant and hands on.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -39,6 +41,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
 
     let mut slots = Vec::new();
     let mut arms = Vec::new();
+    let mut consumed_arms = Vec::new();
     let mut finish = Vec::new();
     let mut members = Vec::new();
     for (index, entry) in data.entries.iter().enumerate() {
@@ -61,16 +64,24 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                     }
                 };
                 slots.push(quote!(let mut #seen = false;));
+                let check = quote! {
+                    if #seen {
+                        #duplicate;
+                    }
+                    #seen = true;
+                    if !#test {
+                        return ::core::result::Result::Err(#error::schema(#rule::Literal).at(#key));
+                    }
+                };
                 arms.push(quote! {
                     #key_bytes => {
-                        if #seen {
-                            #duplicate;
-                        }
-                        #seen = true;
                         let __value = __reader.read_scalar().map_err(|e| e.at(#key))?;
-                        if !#test {
-                            return ::core::result::Result::Err(#error::schema(#rule::Literal).at(#key));
-                        }
+                        #check
+                    }
+                });
+                consumed_arms.push(quote! {
+                    #key_bytes => {
+                        #check
                     }
                 });
                 finish.push(quote! {
@@ -132,12 +143,28 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
             }
         }
     }
+    // Literal entries a union already read (its tag) are checked like entries on the wire.
+    let consumed = quote! {
+        for &(__key, __value) in __consumed {
+            match __key {
+                #(#consumed_arms)*
+                _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
+            }
+        }
+    };
+    let decode = decode_via_entries(cont);
     quote! {
+        #decode
+
         #[automatically_derived]
-        impl<'de> #krate::Decode<'de> for #ident {
-            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #error> {
-                let __count = __reader.enter_map()?;
+        impl<'de> #krate::DecodeMap<'de> for #ident {
+            fn decode_entries(
+                __reader: &mut #krate::Reader<'de>,
+                __count: usize,
+                __consumed: &[#krate::LiteralEntry<'de>],
+            ) -> ::core::result::Result<Self, #error> {
                 #(#slots)*
+                #consumed
                 for _ in 0..__count {
                     match __reader.read_key_raw()? {
                         #(#arms)*
@@ -152,28 +179,72 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     }
 }
 
-/// `impl Decode<'de>` for a tagged enum: peek the tag key's value, decode the first variant
-/// whose type accepts it.
+/// `impl Decode<'de>` for a map-shaped type: enter the map, then decode its entries
+/// (`DecodeMap`) with nothing consumed yet.
+fn decode_via_entries(cont: &Container<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                let __count = __reader.enter_map()?;
+                <#ident as #krate::DecodeMap<'de>>::decode_entries(__reader, __count, &[])
+            }
+        }
+    }
+}
+
+/// `impl Decode<'de>` and `DecodeMap<'de>` for a tagged enum: take the tag's value from the
+/// entries already consumed, or read it when it is the next key (consuming it), or peek for it
+/// further on; then let the first variant whose type accepts it decode the rest of the map.
 pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
+    let tag_bytes = proc_macro2::Literal::byte_string(tag.as_bytes());
     let attempts = union.variants.iter().map(|variant| {
         let ty = variant.ty;
         let name = variant.ident;
         quote_spanned! {ty.span()=>
             if <#ty as #krate::Tagged>::accepts(#tag, &__tag) {
-                return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
+                return <#ty as #krate::DecodeMap<'de>>::decode_entries(__reader, __count, __consumed).map(#ident::#name);
             }
         }
     });
+    let decode = decode_via_entries(cont);
     quote! {
+        #decode
+
         #[automatically_derived]
-        impl<'de> #krate::Decode<'de> for #ident {
-            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
-                let ::core::option::Option::Some(__tag) = __reader.peek_map_value(#tag)? else {
-                    return ::core::result::Result::Err(
-                        #krate::ProtocolError::schema(#krate::Rule::MissingField).at(#tag)
-                    );
+        impl<'de> #krate::DecodeMap<'de> for #ident {
+            fn decode_entries(
+                __reader: &mut #krate::Reader<'de>,
+                __count: usize,
+                __consumed: &[#krate::LiteralEntry<'de>],
+            ) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                let mut __held: [#krate::LiteralEntry<'de>; #krate::MAX_CONSUMED_ENTRIES] =
+                    [(b"", #krate::Scalar::Null); #krate::MAX_CONSUMED_ENTRIES];
+                let (__tag, __consumed, __count) = match __consumed.iter().find(|__entry| __entry.0 == #tag_bytes) {
+                    ::core::option::Option::Some(&(_, __value)) => (__value, __consumed, __count),
+                    ::core::option::Option::None
+                        if __count > 0
+                            && __consumed.len() < #krate::MAX_CONSUMED_ENTRIES
+                            && __reader.next_key_is(#tag_bytes) =>
+                    {
+                        __reader.read_key_raw()?;
+                        let __value = __reader.read_scalar()?;
+                        __held[..__consumed.len()].copy_from_slice(__consumed);
+                        __held[__consumed.len()] = (#tag_bytes, __value);
+                        (__value, &__held[..__consumed.len() + 1], __count - 1)
+                    }
+                    ::core::option::Option::None => match __reader.peek_entries_value(__count, #tag)? {
+                        ::core::option::Option::Some(__value) => (__value, __consumed, __count),
+                        ::core::option::Option::None => {
+                            return ::core::result::Result::Err(
+                                #krate::ProtocolError::schema(#krate::Rule::MissingField).at(#tag)
+                            );
+                        }
+                    },
                 };
                 #(#attempts)*
                 ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::Literal).at(#tag))
@@ -182,8 +253,9 @@ pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream
     }
 }
 
-/// `impl Decode<'de>` for a key-set enum: read the map's keys, decode the first variant whose
-/// key set they fit.
+/// `impl Decode<'de>` and `DecodeMap<'de>` for a key-set enum: list the map's keys (those
+/// consumed and, by a peek, those ahead), let the first variant whose key set they fit decode
+/// the rest of the map.
 pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
@@ -200,14 +272,21 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
         let name = variant.ident;
         quote_spanned! {ty.span()=>
             if <#ty as #krate::KeySet>::matches_key_bytes(__keys) {
-                return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
+                return <#ty as #krate::DecodeMap<'de>>::decode_entries(__reader, __count, __consumed).map(#ident::#name);
             }
         }
     });
+    let decode = decode_via_entries(cont);
     quote! {
+        #decode
+
         #[automatically_derived]
-        impl<'de> #krate::Decode<'de> for #ident {
-            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
+        impl<'de> #krate::DecodeMap<'de> for #ident {
+            fn decode_entries(
+                __reader: &mut #krate::Reader<'de>,
+                __count: usize,
+                __consumed: &[#krate::LiteralEntry<'de>],
+            ) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 const __MAX_KEYS: usize = {
                     let mut __max = 0usize;
                     #(
@@ -219,10 +298,18 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
                     __max
                 };
                 let mut __buffer: [&'de [u8]; __MAX_KEYS] = [b""; __MAX_KEYS];
-                let ::core::option::Option::Some(__count) = __reader.peek_map_keys_into(&mut __buffer)? else {
+                if __consumed.len() > __MAX_KEYS {
+                    return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant));
+                }
+                for (__slot, __entry) in __buffer.iter_mut().zip(__consumed) {
+                    *__slot = __entry.0;
+                }
+                let ::core::option::Option::Some(__ahead) =
+                    __reader.peek_entries_keys_into(__count, &mut __buffer[__consumed.len()..])?
+                else {
                     return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant));
                 };
-                let __keys = &__buffer[..__count];
+                let __keys = &__buffer[..__consumed.len() + __ahead];
                 #(#attempts)*
                 ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::NoVariant))
             }

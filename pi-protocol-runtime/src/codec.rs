@@ -42,6 +42,34 @@ pub trait Validate {
     fn validate(&self) -> Result<(), ProtocolError>;
 }
 
+/// A literal entry of a map (its key's bytes and its scalar value) that a union has already
+/// read to choose the variant, handed on to the variant's [`DecodeMap::decode_entries`].
+pub type LiteralEntry<'de> = (&'de [u8], Scalar<'de>);
+
+/// A map-shaped type (a struct or a union of structs) that can finish decoding a map whose
+/// head, and possibly some literal entries, were already read: how unions decode in one pass.
+///
+/// A tagged union reads its tag where the map starts with it (the reference always writes
+/// the tag first), picks the variant by the tag's value and lets the variant read the rest; it
+/// peeks only when the tag comes later.
+pub trait DecodeMap<'de>: Sized {
+    /// Decodes the rest of a map entered with [`Reader::enter_map`]: `remaining` entries are
+    /// still at the cursor, `consumed` holds the literal entries already read. Leaves the map
+    /// ([`Reader::leave`]) at the end.
+    ///
+    /// # Errors
+    /// As [`Decode::decode`]; a `consumed` key the type does not have is `UnknownField`.
+    fn decode_entries(
+        reader: &mut Reader<'de>,
+        remaining: usize,
+        consumed: &[LiteralEntry<'de>],
+    ) -> Result<Self, ProtocolError>;
+}
+
+/// Literal entries a tagged union keeps in hand for its variant (nested tagged unions add one
+/// each); with more, a union peeks instead of consuming.
+pub const MAX_CONSUMED_ENTRIES: usize = 4;
+
 /// A map-shaped type whose literal keys (such as `type: "hello"` or `ok: true`) let a tagged
 /// union pick it without decoding it first.
 pub trait Tagged {

@@ -30,7 +30,7 @@ pub mod serde_impls;
 pub mod vectored;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
-pub use codec::{Decode, Encode, KeySet, Scalar, Tagged, Validate};
+pub use codec::{Decode, DecodeMap, Encode, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES};
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
 pub use frame::{encode_frame, FrameDecoder, FRAME_HEADER_LENGTH};
 pub use limits::{
@@ -42,7 +42,7 @@ pub use message::{
     CodecOptions, MessageDecoder,
 };
 pub use number::Integer;
-pub use payload::Payload;
+pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};
 pub use vectored::{EncodedFrame, MIN_PAYLOAD_SEGMENT_LENGTH};
 
 /// The storage of generated string newtypes (ids): a string kept inline, without a heap

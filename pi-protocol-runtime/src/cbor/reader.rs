@@ -98,8 +98,16 @@ impl<'de> Reader<'de> {
     pub fn bytes_between(&self, start: usize, end: usize) -> Bytes {
         match self.shared {
             Some(shared) => shared.slice(start..end),
-            None => Bytes::copy_from_slice(&self.input[start..end]),
+            None => Bytes::copy_from_slice(self.input_between(start, end)),
         }
+    }
+
+    /// The input bytes in `start..end`, borrowed.
+    ///
+    /// # Panics
+    /// As [`bytes_between`](Self::bytes_between).
+    pub fn input_between(&self, start: usize, end: usize) -> &'de [u8] {
+        &self.input[start..end]
     }
 
     /// Fails with `TrailingData` unless the input is fully consumed.
@@ -288,7 +296,26 @@ impl<'de> Reader<'de> {
     /// # Errors
     /// `Schema`/`WrongType { expected: "object" }` for any other well-formed item; `Cbor` errors
     /// for malformed heads, limits and truncation.
+    #[inline(always)]
     pub fn enter_map(&mut self) -> Result<usize, ProtocolError> {
+        // Fast path: a map of fewer than 24 entries at an allowed depth, its entries within reach.
+        if let Some(&b) = self.input.get(self.pos) {
+            let n = usize::from(b.wrapping_sub(0xa0));
+            if n < 24
+                && self.depth <= self.limits.max_depth()
+                && n as u64 <= u64::from(self.limits.max_container_length())
+                && 2 * n < self.input.len() - self.pos
+            {
+                self.pos += 1;
+                self.depth += 1;
+                return Ok(n);
+            }
+        }
+        self.enter_map_slow()
+    }
+
+    #[inline(never)]
+    fn enter_map_slow(&mut self) -> Result<usize, ProtocolError> {
         let (m, ai) = self.initial()?;
         if m != major::MAP {
             return Err(self.wrong_type(m, "object"));
@@ -314,6 +341,7 @@ impl<'de> Reader<'de> {
 
     /// Ends a container entered with [`enter_map`](Self::enter_map) or
     /// [`enter_array`](Self::enter_array).
+    #[inline]
     pub fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
     }
@@ -352,7 +380,16 @@ impl<'de> Reader<'de> {
     ///
     /// # Errors
     /// `Schema`/`WrongType { expected: "string" }` for another item; `Cbor` errors.
+    #[inline(always)]
     pub fn read_text(&mut self) -> Result<&'de str, ProtocolError> {
+        match self.short_str_at_cursor() {
+            Some(text) => Ok(text),
+            None => self.read_text_slow(),
+        }
+    }
+
+    #[inline(never)]
+    fn read_text_slow(&mut self) -> Result<&'de str, ProtocolError> {
         let (m, ai) = self.initial()?;
         if m != major::TEXT {
             return Err(self.wrong_type(m, "string"));
@@ -438,6 +475,9 @@ impl<'de> Reader<'de> {
     /// # Errors
     /// Any `Cbor` error of the item; `Schema`/`ByteString` in message mode.
     pub fn read_scalar(&mut self) -> Result<Scalar<'de>, ProtocolError> {
+        if let Some(text) = self.short_str_at_cursor() {
+            return Ok(Scalar::Text(text));
+        }
         let (m, ai) = self.initial()?;
         match m {
             major::UNSIGNED | major::NEGATIVE => Ok(Scalar::Number(self.integer_value(m, ai)?)),
@@ -658,13 +698,18 @@ impl<'de> Reader<'de> {
     ///
     /// # Errors
     /// `Cbor`/`NonTextKey` for any other item, limits, truncation.
-    #[inline]
+    #[inline(always)]
     pub fn read_key_raw(&mut self) -> Result<&'de [u8], ProtocolError> {
         if let Some((header, len)) = self.short_text_at_cursor() {
             let start = self.pos + header;
             self.pos = start + len;
             return Ok(&self.input[start..start + len]);
         }
+        self.read_key_raw_slow()
+    }
+
+    #[inline(never)]
+    fn read_key_raw_slow(&mut self) -> Result<&'de [u8], ProtocolError> {
         let (m, ai) = self.initial()?;
         if m != major::TEXT {
             return Err(ProtocolError::cbor(Rule::NonTextKey));
@@ -686,6 +731,18 @@ impl<'de> Reader<'de> {
             && len as u64 <= u64::from(self.limits.max_byte_length())
             && self.depth <= self.limits.max_depth();
         fits.then_some((header, len))
+    }
+
+    /// Reads the item at the cursor when it is a short text string (see
+    /// [`short_text_at_cursor`](Self::short_text_at_cursor)) of valid UTF-8; otherwise `None`
+    /// and the cursor stays, for the general path to read or report.
+    #[inline(always)]
+    fn short_str_at_cursor(&mut self) -> Option<&'de str> {
+        let (header, len) = self.short_text_at_cursor()?;
+        let start = self.pos + header;
+        let text = utf8_str(&self.input[start..start + len])?;
+        self.pos = start + len;
+        Some(text)
     }
 
     /// Moves past one item for a peek: a short text string by its length alone (the decode that
@@ -711,7 +768,17 @@ impl<'de> Reader<'de> {
     pub fn peek_map_value(&self, key: &str) -> Result<Option<Scalar<'de>>, ProtocolError> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
-        for _ in 0..n {
+        probe.peek_entries_value(n, key)
+    }
+
+    /// Like [`peek_map_value`](Self::peek_map_value), inside a map already entered: looks for
+    /// `key` among the next `remaining` entries.
+    ///
+    /// # Errors
+    /// `Cbor` errors met on the way.
+    pub fn peek_entries_value(&self, remaining: usize, key: &str) -> Result<Option<Scalar<'de>>, ProtocolError> {
+        let mut probe = self.clone();
+        for _ in 0..remaining {
             let k = probe.read_key_raw()?;
             if k == key.as_bytes() {
                 return probe.read_scalar().map(Some);
@@ -719,6 +786,15 @@ impl<'de> Reader<'de> {
             probe.pass_over()?;
         }
         Ok(None)
+    }
+
+    /// Whether the next item is the text string `key` (the cursor does not move).
+    #[inline]
+    pub fn next_key_is(&self, key: &[u8]) -> bool {
+        match self.short_text_at_cursor() {
+            Some((header, len)) => &self.input[self.pos + header..self.pos + header + len] == key,
+            None => false,
+        }
     }
 
     /// With the cursor at a map head, writes its keys in wire order into `out` without moving
@@ -731,14 +807,28 @@ impl<'de> Reader<'de> {
     pub fn peek_map_keys_into(&self, out: &mut [&'de [u8]]) -> Result<Option<usize>, ProtocolError> {
         let mut probe = self.clone();
         let n = probe.enter_map()?;
-        if n > out.len() {
+        probe.peek_entries_keys_into(n, out)
+    }
+
+    /// Like [`peek_map_keys_into`](Self::peek_map_keys_into), inside a map already entered:
+    /// the keys of the next `remaining` entries.
+    ///
+    /// # Errors
+    /// `Cbor` errors met on the way.
+    pub fn peek_entries_keys_into(
+        &self,
+        remaining: usize,
+        out: &mut [&'de [u8]],
+    ) -> Result<Option<usize>, ProtocolError> {
+        if remaining > out.len() {
             return Ok(None);
         }
-        for slot in out.iter_mut().take(n) {
+        let mut probe = self.clone();
+        for slot in out.iter_mut().take(remaining) {
             *slot = probe.read_key_raw()?;
             probe.pass_over()?;
         }
-        Ok(Some(n))
+        Ok(Some(remaining))
     }
 }
 
@@ -911,7 +1001,7 @@ const LINEAR_KEY_SCAN: usize = 16;
 /// Container levels held without allocating while skipping.
 const INLINE_LEVELS: usize = 16;
 /// Keys of small maps held without allocating while skipping.
-const INLINE_KEYS: usize = 32;
+const INLINE_KEYS: usize = 16;
 /// `Level::key_set` of a map checked by linear scan.
 const NO_KEY_SET: u32 = u32::MAX;
 
