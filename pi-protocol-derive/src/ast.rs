@@ -28,8 +28,9 @@ pub struct Container<'a> {
 
 /// The four shapes the derive supports.
 pub enum Shape<'a> {
-    /// `struct X(String);`: a text string with constraints.
-    Newtype(StrChecks),
+    /// `struct X(String);` (or `CompactString`, `ArrayString<N>`): a text string with
+    /// constraints, and the type that stores it.
+    Newtype(StrChecks, &'a Type),
     /// A struct with named fields: a map with fixed keys.
     Struct(Struct<'a>),
     /// `#[codec(tag = "key")] enum`: chosen by the value of the key (the `String`).
@@ -181,15 +182,28 @@ impl<'a> Container<'a> {
                     } else {
                         let field = &fields.unnamed[0];
                         attr::reject_newtype_field_attrs(cx, &field.attrs);
-                        if !is_named(&field.ty, "String") && !is_named(&field.ty, "CompactString") {
+                        let capacity = array_string_capacity(&field.ty);
+                        if !is_named(&field.ty, "String") && !is_named(&field.ty, "CompactString") && capacity.is_none()
+                        {
                             cx.error_spanned_by(
                                 &field.ty,
-                                "a newtype deriving Codec wraps a `String` or a `CompactString` (a validated string \
-                                 newtype)",
+                                "a newtype deriving Codec wraps a `String`, a `CompactString` or an `ArrayString<N>` \
+                                 (a validated string newtype)",
                             );
                         }
                         let checks = str_checks(cx, attrs.min_length.get().copied(), attrs.pattern.get());
-                        Some(Shape::Newtype(checks))
+                        if let Some(capacity) = capacity {
+                            // A fixed capacity holds exactly the texts of a pattern of that length.
+                            let length = checks.pattern.as_ref().map(|(p, _)| p.length());
+                            if capacity != length {
+                                cx.error_spanned_by(
+                                    &field.ty,
+                                    "an `ArrayString<N>` newtype needs a `pattern` whose matches are exactly N bytes \
+                                     long (N an integer literal)",
+                                );
+                            }
+                        }
+                        Some(Shape::Newtype(checks, &field.ty))
                     }
                 }
                 Fields::Named(fields) => {
@@ -436,6 +450,23 @@ fn option_inner(ty: &Type) -> Option<&Type> {
 }
 
 /// Whether `ty` is a plain path whose last segment is `name` with no generic arguments.
+/// `Some(Some(n))` for `ArrayString<n>` with an integer literal `n`, `Some(None)` for any other
+/// `ArrayString<..>`, `None` for other types.
+fn array_string_capacity(ty: &Type) -> Option<Option<usize>> {
+    let Type::Path(path) = ungroup(ty) else { return None };
+    let last = path.path.segments.last()?;
+    if path.qself.is_some() || last.ident != "ArrayString" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return Some(None) };
+    Some(match args.args.first() {
+        Some(GenericArgument::Const(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }))) => {
+            n.base10_parse().ok()
+        }
+        _ => None,
+    })
+}
+
 fn is_named(ty: &Type, name: &str) -> bool {
     match ungroup(ty) {
         Type::Path(path) if path.qself.is_none() => {

@@ -16,7 +16,7 @@ use crate::attr::LitValue;
 use crate::checks;
 
 /// `impl Decode<'de>` for a string newtype: a text string meeting the type's constraints.
-pub fn newtype(cont: &Container<'_>) -> TokenStream {
+pub fn newtype(cont: &Container<'_>, storage: &syn::Type) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
     quote! {
@@ -25,7 +25,13 @@ pub fn newtype(cont: &Container<'_>) -> TokenStream {
             fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 let __text: &'de str = __reader.read_text()?;
                 #ident::__codec_check(__text)?;
-                ::core::result::Result::Ok(#ident(::core::convert::From::from(__text)))
+                match <#storage as #krate::TextStorage>::store(__text) {
+                    ::core::option::Option::Some(__stored) => ::core::result::Result::Ok(#ident(__stored)),
+                    // Only a fixed capacity below the text's length; the derive rules that out.
+                    ::core::option::Option::None => {
+                        ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::Pattern))
+                    }
+                }
             }
         }
     }

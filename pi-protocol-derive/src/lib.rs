@@ -107,11 +107,11 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         return Err(syn::Error::new_spanned(&input.ident, "cannot derive Codec"));
     };
     let tokens = match &cont.shape {
-        Shape::Newtype(checks) => {
-            let mut out = decode::newtype(&cont);
+        Shape::Newtype(checks, storage) => {
+            let mut out = decode::newtype(&cont, storage);
             out.extend(encode::newtype(&cont));
             out.extend(validate::newtype(&cont));
-            out.extend(newtype::api(&cont, checks));
+            out.extend(newtype::api(&cont, checks, storage));
             out
         }
         Shape::Struct(data) => {

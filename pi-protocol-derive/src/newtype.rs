@@ -1,6 +1,6 @@
 //! Emission of the inherent API and the standard conversions of a validated string newtype
-//! `struct X(String);` or `struct X(CompactString);` (the storage only needs to convert from
-//! `String` and `&str`, into `String`, and to view as `&str`).
+//! `struct X(String);`, `struct X(CompactString);` or `struct X(ArrayString<N>);` (the storage
+//! is reached through the runtime's `TextStorage` trait).
 //!
 //! Constructors validate, so outside its defining module a value of the type always satisfies
 //! the schema; read access goes through `&str`.
@@ -14,7 +14,7 @@ use crate::checks;
 /// The inherent methods (`new`, `is_valid`, `as_str`, `into_string`) and the trait impls
 /// (`AsRef<str>`, `Deref`, `Display`, `FromStr`, `TryFrom<String>`, `TryFrom<&str>`,
 /// `From<X> for String`, `PartialEq<str>`, `PartialEq<&str>`).
-pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
+pub fn api(cont: &Container<'_>, checks: &StrChecks, storage: &syn::Type) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
     let error = quote!(#krate::ProtocolError);
@@ -34,7 +34,10 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
             pub fn new(value: impl ::core::convert::Into<::std::string::String>) -> ::core::result::Result<Self, #error> {
                 let value: ::std::string::String = value.into();
                 #ident::__codec_check(&value)?;
-                ::core::result::Result::Ok(#ident(::core::convert::From::from(value)))
+                match <#storage as #krate::TextStorage>::store_string(value) {
+                    ::core::option::Option::Some(__stored) => ::core::result::Result::Ok(#ident(__stored)),
+                    ::core::option::Option::None => ::core::result::Result::Err(#error::schema(#krate::Rule::Pattern)),
+                }
             }
 
             /// Checks the constraints, naming the rule that fails (emitted by `#[derive(Codec)]`
@@ -55,13 +58,13 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks) -> TokenStream {
             /// The value as a string slice.
             #[must_use]
             pub fn as_str(&self) -> &str {
-                ::core::convert::AsRef::as_ref(&self.0)
+                <#storage as #krate::TextStorage>::text(&self.0)
             }
 
             /// The value as an owned `String`, consuming `self`.
             #[must_use]
             pub fn into_string(self) -> ::std::string::String {
-                ::core::convert::From::from(self.0)
+                <#storage as #krate::TextStorage>::into_string(self.0)
             }
         }
 

@@ -74,8 +74,12 @@ pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Resul
     let mut leaf_imports = Vec::new();
     let integer = uses(model, |t| matches!(t, FieldType::Integer { .. }));
     let payload = uses(model, |t| matches!(t, FieldType::Payload));
-    let newtype = model.types.iter().any(|t| matches!(t.kind, TypeKind::Newtype(_)));
-    for (name, used) in [("CompactString", newtype), ("Integer", integer), ("Payload", payload)] {
+    let newtypes =
+        || model.types.iter().filter_map(|t| if let TypeKind::Newtype(n) = &t.kind { Some(n) } else { None });
+    let fixed = newtypes().any(|n| fixed_length(&n.rules).is_some());
+    let compact = newtypes().any(|n| fixed_length(&n.rules).is_none());
+    for (name, used) in [("ArrayString", fixed), ("CompactString", compact), ("Integer", integer), ("Payload", payload)]
+    {
         if used {
             leaf_imports.push(Ident::new(name, Span::call_site()));
         }
@@ -242,12 +246,28 @@ fn string_args(rules: &StringRules) -> Vec<TokenStream> {
 fn emit_newtype(docs: TokenStream, name: &Ident, newtype: &Newtype, mut args: Vec<TokenStream>) -> TokenStream {
     args.extend(string_args(&newtype.rules));
     let attr = codec_attr(&args);
+    // Text of one fixed length (a pattern) is stored in place at exactly that capacity; any other
+    // text in a string that is inline up to 24 bytes.
+    let storage = match fixed_length(&newtype.rules) {
+        Some(length) => {
+            let length = Lit::usize_unsuffixed(length);
+            quote!(ArrayString<#length>)
+        }
+        None => quote!(CompactString),
+    };
     quote! {
         #docs
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
         #attr
-        pub struct #name(CompactString);
+        pub struct #name(#storage);
     }
+}
+
+/// The length every match of the rules' pattern has, if there is a pattern.
+fn fixed_length(rules: &StringRules) -> Option<usize> {
+    let pattern = rules.pattern.as_deref()?;
+    // Checked when the model was built; a pattern that fails here gets the flexible storage.
+    pi_protocol_runtime::pattern::Pattern::parse(pattern).ok().map(|p| p.length())
 }
 
 /// `literal(key = .., value = .., after = ..)` for each literal of a struct.

@@ -67,14 +67,14 @@ fn newtypes_with_pattern_and_min_length() {
 //! Types generated from `test.json`.
 
 use pi_protocol_derive::Codec;
-use pi_protocol_runtime::CompactString;
+use pi_protocol_runtime::{ArrayString, CompactString};
 
 /// A three-letter code.
 ///
 /// Schema: `#/$defs/Code`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(min_length = 3, pattern = "^[A-Z]{3}$")]
-pub struct Code(CompactString);
+pub struct Code(ArrayString<3>);
 
 /// Schema: `#/$defs/Plain`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]

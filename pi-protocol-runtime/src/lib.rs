@@ -27,6 +27,7 @@ pub mod number;
 pub mod pattern;
 pub mod payload;
 pub mod serde_impls;
+pub mod text;
 pub mod vectored;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
@@ -43,9 +44,5 @@ pub use message::{
 };
 pub use number::Integer;
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};
+pub use text::{ArrayString, CompactString, TextStorage};
 pub use vectored::{EncodedFrame, MIN_PAYLOAD_SEGMENT_LENGTH};
-
-/// The storage of generated string newtypes (ids): a string kept inline, without a heap
-/// allocation, up to 24 bytes (the usual request, session and attachment ids), on the heap
-/// beyond. Re-exported from the `compact_str` crate so that generated code names one path.
-pub use compact_str::CompactString;

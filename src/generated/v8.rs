@@ -3,7 +3,7 @@
 //! Envelope types of Pi protocol version 8, generated from `schema/pi-protocol.v8.json`.
 
 use pi_protocol_derive::Codec;
-use pi_protocol_runtime::{CompactString, Integer, Payload};
+use pi_protocol_runtime::{ArrayString, CompactString, Integer, Payload};
 
 /// The protocol version this module implements (`x-protocol-version` of the schema).
 pub const PROTOCOL_VERSION: u32 = 8;
@@ -13,7 +13,7 @@ pub const PROTOCOL_VERSION: u32 = 8;
 /// Schema: `#/$defs/ServerId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
 #[codec(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
-pub struct ServerId(CompactString);
+pub struct ServerId(ArrayString<36>);
 
 /// Correlation id of a request, chosen by the client: a non-empty string.
 ///
