@@ -22,6 +22,7 @@ pub fn newtype(cont: &Container<'_>, storage: &syn::Type) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl<'de> #krate::Decode<'de> for #ident {
+            #[inline]
             fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 let __text: &'de str = __reader.read_text()?;
                 #ident::__codec_check(__text)?;
@@ -164,6 +165,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
 
         #[automatically_derived]
         impl<'de> #krate::DecodeMap<'de> for #ident {
+            #[inline]
             fn decode_entries(
                 __reader: &mut #krate::Reader<'de>,
                 __count: usize,
@@ -193,6 +195,7 @@ fn decode_via_entries(cont: &Container<'_>) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl<'de> #krate::Decode<'de> for #ident {
+            #[inline]
             fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 let __count = __reader.enter_map()?;
                 <#ident as #krate::DecodeMap<'de>>::decode_entries(__reader, __count, &[])
@@ -223,6 +226,7 @@ pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream
 
         #[automatically_derived]
         impl<'de> #krate::DecodeMap<'de> for #ident {
+            #[inline]
             fn decode_entries(
                 __reader: &mut #krate::Reader<'de>,
                 __count: usize,
@@ -288,6 +292,7 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
 
         #[automatically_derived]
         impl<'de> #krate::DecodeMap<'de> for #ident {
+            #[inline]
             fn decode_entries(
                 __reader: &mut #krate::Reader<'de>,
                 __count: usize,

@@ -560,6 +560,11 @@ impl<'de> Reader<'de> {
         let mut key_sets: Vec<HashSet<&'de [u8]>> = Vec::new();
         let mut current = Level::open(m == major::MAP, n, &keys, &mut key_sets);
         self.depth += 1;
+        // The fast paths below work on locals (the cursor in a register, not behind `&mut self`);
+        // the general path syncs `self.pos` around the reader's own methods.
+        let input = self.input;
+        let max_byte_length = self.limits.max_byte_length() as usize;
+        let mut pos = self.pos;
         loop {
             if current.remaining == 0 {
                 // The innermost container is complete: close it and resume its parent.
@@ -573,33 +578,53 @@ impl<'de> Reader<'de> {
                         current = parent;
                         continue;
                     }
-                    None => return Ok(shape),
+                    None => {
+                        self.pos = pos;
+                        return Ok(shape);
+                    }
                 }
             }
             current.remaining -= 1;
-            let b = *self.input.get(self.pos).ok_or_else(truncated)?;
+            let Some(&b) = input.get(pos) else { return Err(truncated()) };
             // A map holds 2n items counted down from 2n: an odd count left means a key is next.
-            let is_key = current.is_map && current.remaining & 1 == 1;
+            let is_key = current.remaining & current.key_bit != 0;
             // Fast path: a text string shorter than 24 bytes (most keys, ids and short values).
-            if b.wrapping_sub(0x60) < 24 {
-                let start = self.pos + 1;
-                let n = usize::from(b - 0x60);
-                if n as u64 > u64::from(self.limits.max_byte_length()) || n > self.input.len() - start {
+            let n = usize::from(b.wrapping_sub(0x60));
+            if n < 24 {
+                let start = pos + 1;
+                if n > max_byte_length || n > input.len() - start {
                     return Err(self.string_length_error(n as u64));
                 }
                 // The string's first eight bytes (fewer at the very end of the input), in one load.
-                let head = head_word(&self.input[start..]) & low_bytes(n);
-                let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&self.input[start..start + n]) };
-                if !ascii && std::str::from_utf8(&self.input[start..start + n]).is_err() {
+                let head = head_word(&input[start..]) & low_bytes(n);
+                let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&input[start..start + n]) };
+                if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
                     return Err(ProtocolError::cbor(Rule::InvalidUtf8));
                 }
-                self.pos = start + n;
+                pos = start + n;
                 if is_key {
                     let fingerprint = (head & low_bytes(7)) | ((n as u64) << 56);
                     self.check_fresh_key(fingerprint, start, n, &current, &mut keys, &mut key_sets)?;
                 }
                 continue;
             }
+            if !is_key {
+                // Fast paths for values of one byte (small integers, false, true, null) and float64.
+                match b {
+                    0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
+                        pos += 1;
+                        continue;
+                    }
+                    FLOAT64 => {
+                        let bytes = input.get(pos + 1..pos + 9).ok_or_else(truncated)?;
+                        check_float(f64::from_be_bytes(bytes.try_into().expect("eight bytes")))?;
+                        pos += 9;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            self.pos = pos;
             let (m, ai) = (b >> 5, b & 0x1f);
             if ai >= 28 {
                 return Err(reserved_or_indefinite(m, ai));
@@ -615,12 +640,7 @@ impl<'de> Reader<'de> {
                 let start = self.pos - key.len();
                 let fingerprint = (head_word(key) & low_bytes(7)) | ((key.len() as u64) << 56);
                 self.check_fresh_key(fingerprint, start, key.len(), &current, &mut keys, &mut key_sets)?;
-                continue;
-            }
-            if b == FLOAT64 {
-                let bytes = self.input.get(self.pos + 1..self.pos + 9).ok_or_else(truncated)?;
-                check_float(f64::from_be_bytes(bytes.try_into().expect("eight bytes")))?;
-                self.pos += 9;
+                pos = self.pos;
                 continue;
             }
             match m {
@@ -648,12 +668,11 @@ impl<'de> Reader<'de> {
                     self.string_body(ai)?;
                 }
                 major::TAG => return Err(ProtocolError::cbor(Rule::Tag)),
-                // false, true, null: one byte, nothing to check.
-                _ if (20..=22).contains(&ai) => self.pos += 1,
                 _ => {
                     self.simple(ai)?;
                 }
             }
+            pos = self.pos;
         }
     }
 
@@ -1010,7 +1029,8 @@ const NO_KEY_SET: u32 = u32::MAX;
 struct Level {
     /// Items still to read: elements of an array; keys and values (2 per entry) of a map.
     remaining: usize,
-    is_map: bool,
+    /// 1 for a map (a key is next while `remaining` is odd), 0 for an array.
+    key_bit: usize,
     /// Where this map's keys start in the shared key list.
     keys_start: usize,
     /// Index of this map's hash set, or `NO_KEY_SET`.
@@ -1028,6 +1048,11 @@ impl Level {
             NO_KEY_SET
         };
         // `n` is at most the remaining input over two for a map, so `2 * n` cannot overflow.
-        Level { remaining: if is_map { 2 * n } else { n }, is_map, keys_start: keys.len(), key_set }
+        Level {
+            remaining: if is_map { 2 * n } else { n },
+            key_bit: usize::from(is_map),
+            keys_start: keys.len(),
+            key_set,
+        }
     }
 }
