@@ -585,63 +585,80 @@ impl<'de> Reader<'de> {
                 }
             }
             current.remaining -= 1;
-            let Some(&b) = input.get(pos) else { return Err(truncated()) };
-            // A map holds 2n items counted down from 2n: an odd count left means a key is next.
-            let is_key = current.remaining & current.key_bit != 0;
-            // Fast path: a text string shorter than 24 bytes (most keys, ids and short values).
-            let n = usize::from(b.wrapping_sub(0x60));
-            if n < 24 {
-                let start = pos + 1;
-                if n > max_byte_length || n > input.len() - start {
-                    return Err(self.string_length_error(n as u64));
-                }
-                // The string's first eight bytes (fewer at the very end of the input), in one load.
-                let head = head_word(&input[start..]) & low_bytes(n);
-                let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&input[start..start + n]) };
-                if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
-                    return Err(ProtocolError::cbor(Rule::InvalidUtf8));
-                }
-                pos = start + n;
-                if is_key {
+            if current.is_map {
+                // The entry's key: a text string, fresh in its map.
+                let Some(&b) = input.get(pos) else { return Err(truncated()) };
+                let n = usize::from(b.wrapping_sub(0x60));
+                if n < 24 {
+                    let start = pos + 1;
+                    if n > max_byte_length || n > input.len() - start {
+                        return Err(self.string_length_error(n as u64));
+                    }
+                    let head = head_word(&input[start..]) & low_bytes(n);
+                    let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&input[start..start + n]) };
+                    if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
+                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                    }
+                    pos = start + n;
                     let fingerprint = (head & low_bytes(7)) | ((n as u64) << 56);
                     self.check_fresh_key(fingerprint, start, n, &current, &mut keys, &mut key_sets)?;
+                } else {
+                    self.pos = pos;
+                    let (m, ai) = (b >> 5, b & 0x1f);
+                    if ai >= 28 {
+                        return Err(reserved_or_indefinite(m, ai));
+                    }
+                    if m != major::TEXT {
+                        return Err(ProtocolError::cbor(Rule::NonTextKey));
+                    }
+                    let key = self.string_body(ai)?;
+                    if !is_utf8(key) {
+                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                    }
+                    let start = self.pos - key.len();
+                    let fingerprint = (head_word(key) & low_bytes(7)) | ((key.len() as u64) << 56);
+                    self.check_fresh_key(fingerprint, start, key.len(), &current, &mut keys, &mut key_sets)?;
+                    pos = self.pos;
                 }
-                continue;
             }
-            if !is_key {
-                // Fast paths for values of one byte (small integers, false, true, null) and float64.
-                match b {
-                    0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
-                        pos += 1;
-                        continue;
+            // An array element or a map entry's value.
+            let Some(&b) = input.get(pos) else { return Err(truncated()) };
+            match b {
+                // A text string shorter than 24 bytes (most ids and short values).
+                0x60..=0x77 => {
+                    let n = usize::from(b - 0x60);
+                    let start = pos + 1;
+                    if n > max_byte_length || n > input.len() - start {
+                        return Err(self.string_length_error(n as u64));
                     }
-                    FLOAT64 => {
-                        let bytes = input.get(pos + 1..pos + 9).ok_or_else(truncated)?;
-                        check_float(f64::from_be_bytes(bytes.try_into().expect("eight bytes")))?;
-                        pos += 9;
-                        continue;
+                    let ascii = if n <= 8 {
+                        head_word(&input[start..]) & low_bytes(n) & HIGH_BITS == 0
+                    } else {
+                        is_ascii(&input[start..start + n])
+                    };
+                    if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
+                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
                     }
-                    _ => {}
+                    pos = start + n;
+                    continue;
                 }
+                // One byte: small integers, false, true, null.
+                0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
+                    pos += 1;
+                    continue;
+                }
+                FLOAT64 => {
+                    let bytes = input.get(pos + 1..pos + 9).ok_or_else(truncated)?;
+                    check_float(f64::from_be_bytes(bytes.try_into().expect("eight bytes")))?;
+                    pos += 9;
+                    continue;
+                }
+                _ => {}
             }
             self.pos = pos;
             let (m, ai) = (b >> 5, b & 0x1f);
             if ai >= 28 {
                 return Err(reserved_or_indefinite(m, ai));
-            }
-            if is_key {
-                if m != major::TEXT {
-                    return Err(ProtocolError::cbor(Rule::NonTextKey));
-                }
-                let key = self.string_body(ai)?;
-                if !is_utf8(key) {
-                    return Err(ProtocolError::cbor(Rule::InvalidUtf8));
-                }
-                let start = self.pos - key.len();
-                let fingerprint = (head_word(key) & low_bytes(7)) | ((key.len() as u64) << 56);
-                self.check_fresh_key(fingerprint, start, key.len(), &current, &mut keys, &mut key_sets)?;
-                pos = self.pos;
-                continue;
             }
             match m {
                 major::TEXT => self.skip_text_body(ai)?,
@@ -1027,10 +1044,9 @@ const NO_KEY_SET: u32 = u32::MAX;
 /// One open container of an item being skipped.
 #[derive(Debug, Clone, Copy)]
 struct Level {
-    /// Items still to read: elements of an array; keys and values (2 per entry) of a map.
+    /// Entries still to read: elements of an array, key-value pairs of a map.
     remaining: usize,
-    /// 1 for a map (a key is next while `remaining` is odd), 0 for an array.
-    key_bit: usize,
+    is_map: bool,
     /// Where this map's keys start in the shared key list.
     keys_start: usize,
     /// Index of this map's hash set, or `NO_KEY_SET`.
@@ -1047,12 +1063,6 @@ impl Level {
         } else {
             NO_KEY_SET
         };
-        // `n` is at most the remaining input over two for a map, so `2 * n` cannot overflow.
-        Level {
-            remaining: if is_map { 2 * n } else { n },
-            key_bit: usize::from(is_map),
-            keys_start: keys.len(),
-            key_set,
-        }
+        Level { remaining: n, is_map, keys_start: keys.len(), key_set }
     }
 }
