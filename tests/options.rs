@@ -141,3 +141,22 @@ fn every_limit_applies_to_the_envelope_on_every_path() {
         assert!(ClientMessageDecoder::with_options(&options).push(&frame).pop().unwrap().is_err());
     }
 }
+
+/// Found by the hostile-input pass: under a `maxContainerLength` below an envelope's own width
+/// (a request map has 4 entries) the encoder used to write a frame that a decoder with the same
+/// options refuses. What the encoder writes, the decoder must read back.
+#[test]
+fn the_encoder_applies_the_container_limit_to_the_envelope_itself() {
+    let message = request_with_call(Payload::null());
+    for containers in 0..=5u64 {
+        let options = CodecOptions::new().cbor_limits(CborLimits::new(1 << 20, containers, 64).unwrap());
+        let encoded = encode_client_message_with(&message, &options);
+        let decoded = encoded.as_ref().ok().map(|frame| ClientMessageDecoder::with_options(&options).push(frame));
+        if containers < 4 {
+            let err = encoded.unwrap_err();
+            assert_eq!(err.rule(), Rule::ContainerLengthLimit { limit: containers }, "{containers}");
+        } else {
+            assert_eq!(decoded.unwrap().pop().unwrap().unwrap(), message);
+        }
+    }
+}

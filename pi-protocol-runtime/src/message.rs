@@ -71,9 +71,9 @@ impl CodecOptions {
 
 /// Decodes one frame payload as a `T`.
 ///
-/// When the typed decoder refuses the payload for a schema reason, the payload is scanned as
-/// raw CBOR too, and a CBOR-level error found anywhere in it is reported instead, as the
-/// reference does (it decodes the CBOR fully before it looks at the schema).
+/// When the typed decoder refuses the payload, the payload is scanned as raw CBOR too, and the
+/// first CBOR-level error in wire order is reported instead, as the reference does (it decodes
+/// the CBOR fully before it looks at the schema).
 ///
 /// # Errors
 /// `Cbor` errors, then `Schema` errors.
@@ -100,10 +100,17 @@ where
     T: for<'de> Decode<'de>,
 {
     check_item_length(payload.len(), limits, ErrorKind::Cbor)?;
-    let result = T::decode(&mut reader).and_then(|value| reader.finish().map(|()| value));
-    match result {
-        Err(error) if error.kind() == ErrorKind::Schema => Err(cbor_error_in(payload, limits).unwrap_or(error)),
-        other => other,
+    match T::decode(&mut reader).and_then(|value| reader.finish().map(|()| value)) {
+        Ok(value) => Ok(value),
+        // The typed decoder stops at the first problem on its path, which may lie after a CBOR
+        // error it passed over (peeks skip strings by length) or met in another order. The
+        // reference reads the whole item as CBOR first, so its first CBOR error in wire order
+        // is the one to report. The typed error stands when the scan finds none, or the same
+        // rule (the typed error also names the field's path).
+        Err(error) => match cbor_error_in(payload, limits) {
+            Some(first) if !(error.kind() == ErrorKind::Cbor && error.rule() == first.rule()) => Err(first),
+            _ => Err(error),
+        },
     }
 }
 
@@ -208,6 +215,9 @@ const INITIAL_FRAME_CAPACITY: usize = 512;
 /// Levels an envelope may add above its deepest opaque payload before the exact check runs.
 const ENVELOPE_DEPTH_MARGIN: u32 = 4;
 
+/// Entries an envelope's own maps may have (a request has 4) before the exact check runs.
+const ENVELOPE_WIDTH_MARGIN: u32 = 8;
+
 /// Checks the payload written into `writer` from byte `start` on against the CBOR limits.
 /// Envelopes are shallow and small, so only when an opaque payload comes near a limit is the
 /// output scanned to decide exactly.
@@ -215,7 +225,7 @@ const ENVELOPE_DEPTH_MARGIN: u32 = 4;
 fn check_payload_limits(writer: &Writer, start: usize, limits: CborLimits) -> Result<(), ProtocolError> {
     let len = writer.written_len() - start;
     let near_limit = writer.payload_depth() + ENVELOPE_DEPTH_MARGIN > limits.max_depth()
-        || writer.payload_widest() > limits.max_container_length()
+        || writer.payload_widest().max(ENVELOPE_WIDTH_MARGIN) > limits.max_container_length()
         || len > limits.max_byte_length() as usize;
     if near_limit {
         return scan_payload(writer, start, limits);
