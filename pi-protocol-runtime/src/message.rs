@@ -100,17 +100,22 @@ where
     T: for<'de> Decode<'de>,
 {
     check_item_length(payload.len(), limits, ErrorKind::Cbor)?;
-    match T::decode(&mut reader).and_then(|value| reader.finish().map(|()| value)) {
-        Ok(value) => Ok(value),
-        // The typed decoder stops at the first problem on its path, which may lie after a CBOR
-        // error it passed over (peeks skip strings by length) or met in another order. The
-        // reference reads the whole item as CBOR first, so its first CBOR error in wire order
-        // is the one to report. The typed error stands when the scan finds none, or the same
-        // rule (the typed error also names the field's path).
-        Err(error) => match cbor_error_in(payload, limits) {
-            Some(first) if !(error.kind() == ErrorKind::Cbor && error.rule() == first.rule()) => Err(first),
-            _ => Err(error),
+    // Written as plain matches: the message is moved once, into the result.
+    let error = match T::decode(&mut reader) {
+        Ok(value) => match reader.finish() {
+            Ok(()) => return Ok(value),
+            Err(error) => error,
         },
+        Err(error) => error,
+    };
+    // The typed decoder stops at the first problem on its path, which may lie after a CBOR error
+    // it passed over (peeks skip strings by length) or met in another order. The reference reads
+    // the whole item as CBOR first, so its first CBOR error in wire order is the one to report.
+    // The typed error stands when the scan finds none, or the same rule (the typed error also
+    // names the field's path).
+    match cbor_error_in(payload, limits) {
+        Some(first) if !(error.kind() == ErrorKind::Cbor && error.rule() == first.rule()) => Err(first),
+        _ => Err(error),
     }
 }
 
@@ -318,10 +323,12 @@ where
         F: FnMut(Result<T, ProtocolError>),
     {
         let limits = self.limits;
-        let result = self.frames.push_with(chunk, |payload, offset| {
-            let message = decode_message::<T>(payload, limits).map_err(|e| e.with_offset(offset))?;
-            on_message(Ok(message));
-            Ok(())
+        let result = self.frames.push_with(chunk, |payload, offset| match decode_message::<T>(payload, limits) {
+            Ok(message) => {
+                on_message(Ok(message));
+                Ok(())
+            }
+            Err(error) => Err(error.with_offset(offset)),
         });
         if let Err(error) = result {
             on_message(Err(error));
