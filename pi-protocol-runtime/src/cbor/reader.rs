@@ -642,6 +642,21 @@ impl<'de> Reader<'de> {
                     pos = start + n;
                     continue;
                 }
+                // A text string of 24 to 255 bytes (its length in the next byte).
+                0x78 => {
+                    let start = pos + 2;
+                    let Some(&len) = input.get(pos + 1) else { return Err(truncated()) };
+                    let n = usize::from(len);
+                    if n > max_byte_length || start > input.len() || n > input.len() - start {
+                        self.pos = pos;
+                        return Err(self.string_length_error(n as u64));
+                    }
+                    if !is_utf8(&input[start..start + n]) {
+                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
+                    }
+                    pos = start + n;
+                    continue;
+                }
                 // One byte: small integers, false, true, null.
                 0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
                     pos += 1;
