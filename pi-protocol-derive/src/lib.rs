@@ -8,7 +8,10 @@
 //!   `#[codec(min_length = N)]`: a text string meeting the constraints. Besides the codec traits
 //!   it gets `new` (validating), `is_valid`, `as_str`, `into_string`, `AsRef<str>`,
 //!   `Deref<Target = str>`, `Display`, `FromStr`, `TryFrom<String>`, `TryFrom<&str>`,
-//!   `From<X> for String`, `PartialEq<str>` and `PartialEq<&str>`.
+//!   `From<X> for String`, `PartialEq<str>` and `PartialEq<&str>`. The text may also be kept in
+//!   a `CompactString` (inline up to 24 bytes) or, when a pattern fixes its length at N bytes,
+//!   an `ArrayString<N>` (checked against the pattern at compile time): the storages of the
+//!   runtime's `TextStorage` trait.
 //! - **Struct with named fields**: a map with fixed keys (PROTOCOL.md section 4). Unknown keys,
 //!   duplicate keys and missing required keys are errors; key order on the wire is free; the
 //!   encoder writes keys in canonical order. Container attribute

@@ -57,7 +57,8 @@ impl TypeDef {
 /// The shapes a named type can have.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {
-    /// A validated string: `struct X(String)`.
+    /// A validated string: `struct X(ArrayString<N>)` when its pattern fixes the length at N
+    /// bytes, `struct X(CompactString)` otherwise.
     Newtype(Newtype),
     /// An object with a fixed set of keys: `struct X { .. }`.
     Struct(Struct),

@@ -1,5 +1,7 @@
 //! Byte-stream transports for Pi messages: blocking [`std::io`] helpers and, behind the `tokio`
-//! feature, [`tokio_util::codec`] framing (PROTOCOL.md sections 1 and 7).
+//! feature, [`tokio_util::codec`][codec] framing (PROTOCOL.md sections 1 and 7).
+//!
+//! [codec]: https://docs.rs/tokio-util/latest/tokio_util/codec/index.html
 //!
 //! Both apply the same [`CodecOptions`](crate::CodecOptions) as the sans-IO decoders
 //! ([`ClientMessageDecoder`](crate::ClientMessageDecoder) and friends): a frame header announcing
