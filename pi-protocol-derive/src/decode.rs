@@ -265,7 +265,7 @@ pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream
 
 /// `impl Decode<'de>` and `DecodeMap<'de>` for a key-set enum: list the map's keys (those
 /// consumed and, by a peek, those ahead), let the first variant whose key set they fit decode
-/// the rest of the map.
+/// the rest of the map; skip the peek when the entry count alone singles out a variant.
 pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
@@ -286,6 +286,30 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
             }
         }
     });
+    // Without a peek: when the number of entries fits one variant's range (from its required
+    // keys to all its keys) and no other's, that variant is tried directly. If it decodes, the
+    // map has exactly its entry count of distinct keys, all known to it and its required ones
+    // among them, so it is the one variant whose key set fits: the peek would pick it too. If
+    // it fails, the reader is restored and the peek decides (and reports) as always.
+    let by_count = union.variants.iter().map(|variant| {
+        let ty = variant.ty;
+        quote_spanned!(ty.span()=>
+            <#ty as #krate::KeySet>::REQUIRED.len() <= __total && __total <= <#ty as #krate::KeySet>::KEYS.len()
+        )
+    });
+    let trials = union.variants.iter().enumerate().map(|(index, variant)| {
+        let ty = variant.ty;
+        let name = variant.ident;
+        quote_spanned! {ty.span()=>
+            if __fits[#index] {
+                if let ::core::result::Result::Ok(__value) =
+                    <#ty as #krate::DecodeMap<'de>>::decode_entries(__reader, __count, __consumed)
+                {
+                    return ::core::result::Result::Ok(#ident::#name(__value));
+                }
+            }
+        }
+    });
     let decode = decode_via_entries(cont);
     quote! {
         #decode
@@ -298,6 +322,13 @@ pub fn key_set(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
                 __count: usize,
                 __consumed: &[#krate::LiteralEntry<'de>],
             ) -> ::core::result::Result<Self, #krate::ProtocolError> {
+                let __total = __count + __consumed.len();
+                let __fits = [#(#by_count),*];
+                if __fits.iter().filter(|__fit| **__fit).count() == 1 {
+                    let __saved = __reader.clone();
+                    #(#trials)*
+                    *__reader = __saved;
+                }
                 const __MAX_KEYS: usize = {
                     let mut __max = 0usize;
                     #(
