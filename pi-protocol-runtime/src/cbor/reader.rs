@@ -520,12 +520,138 @@ impl<'de> Reader<'de> {
     /// As [`skip`](Self::skip).
     pub fn skip_item(&mut self) -> Result<ItemShape, ProtocolError> {
         match self.peek_major() {
-            Some(major::ARRAY | major::MAP) => self.skip_nested(),
+            Some(major::ARRAY | major::MAP) => {
+                // Most payloads are small and plain: accept those without setting up the walk.
+                let mut pos = self.pos;
+                let mut shape = ItemShape::default();
+                let head = self.input[pos];
+                let short = matches!(head, 0x80..=0x90 | 0xa0..=0xb0);
+                if short
+                    && self.depth <= self.limits.max_depth()
+                    && self.accept_plain_container(&mut pos, 0, &mut shape, head).is_some()
+                {
+                    self.pos = pos;
+                    return Ok(shape);
+                }
+                self.skip_nested()
+            }
             _ => {
                 self.skip_scalar()?;
                 Ok(ItemShape::default())
             }
         }
+    }
+
+    /// Accepts the item at `pos` when it is valid and plain: at most [`PLAIN_LEVELS`] levels of
+    /// arrays and maps of fewer than 17 entries, text strings of ASCII shorter than 256 bytes,
+    /// integers below 2^32 in magnitude, float64, `false`, `true`, `null`, every CBOR limit
+    /// respected, and map keys whose [`KeyStack`] fingerprints differ (so they are distinct).
+    /// Moves `pos` past it and records its depth below `level` and widest container in
+    /// `shape`.
+    ///
+    /// `None` means "not plain", never "invalid": anything else (deeper, wider, non-ASCII, a
+    /// possible duplicate, a limit reached, malformed, refused) is left to
+    /// [`skip_nested`](Self::skip_nested), the one place that decides and reports. Only
+    /// containers recurse, at most `PLAIN_LEVELS` deep, so the stack stays small.
+    #[inline(always)]
+    fn accept_plain(&self, pos: &mut usize, level: u32, shape: &mut ItemShape) -> Option<()> {
+        let input = self.input;
+        let b = *input.get(*pos)?;
+        let (header, len) = match b {
+            // Text shorter than 24 bytes: its first eight bytes in one load for the ASCII test.
+            0x60..=0x77 => {
+                let len = usize::from(b - 0x60);
+                let start = *pos + 1;
+                if len > self.limits.max_byte_length() as usize || len > input.len() - start {
+                    return None;
+                }
+                let ascii = if len <= 8 {
+                    head_word(&input[start..]) & low_bytes(len) & HIGH_BITS == 0
+                } else {
+                    is_ascii(&input[start..start + len])
+                };
+                if !ascii {
+                    return None;
+                }
+                *pos = start + len;
+                return Some(());
+            }
+            // One byte: small integers, false, true, null.
+            0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
+                *pos += 1;
+                return Some(());
+            }
+            // Integers with 1, 2 or 4 argument bytes: below 2^32, always safe.
+            0x18 | 0x38 => (2, 0),
+            0x19 | 0x39 => (3, 0),
+            0x1a | 0x3a => (5, 0),
+            FLOAT64 => {
+                let bytes = input.get(*pos + 1..*pos + 9)?;
+                check_float(f64::from_be_bytes(bytes.try_into().ok()?)).ok()?;
+                (9, 0)
+            }
+            0x78 => (2, usize::from(*input.get(*pos + 1)?)),
+            0x80..=0x90 | 0xa0..=0xb0 => return self.accept_plain_container(pos, level, shape, b),
+            _ => return None,
+        };
+        let end = *pos + header + len;
+        if end > input.len() || len > self.limits.max_byte_length() as usize {
+            return None;
+        }
+        if len > 0 && !is_ascii(&input[*pos + header..end]) {
+            return None;
+        }
+        *pos = end;
+        Some(())
+    }
+
+    /// [`accept_plain`](Self::accept_plain) for the array or map whose head `b` is at `pos`;
+    /// `None` unless the head itself holds a count of at most 16.
+    #[inline(never)]
+    fn accept_plain_container(&self, pos: &mut usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<()> {
+        let is_map = b >= 0xa0;
+        let n = usize::from(b & 0x1f);
+        // Up to 16 entries in the head itself (24 and more: the count follows the head).
+        if n > 16 || n as u64 > u64::from(self.limits.max_container_length()) {
+            return None;
+        }
+        shape.depth = shape.depth.max(level + 1);
+        shape.widest = shape.widest.max(n as u32);
+        *pos += 1;
+        if n == 0 {
+            return Some(());
+        }
+        // The entries are one level deeper than the container.
+        if level + 1 >= PLAIN_LEVELS || self.depth + level + 1 > self.limits.max_depth() {
+            return None;
+        }
+        if !is_map {
+            for _ in 0..n {
+                self.accept_plain(pos, level + 1, shape)?;
+            }
+            return Some(());
+        }
+        let mut fingerprints = [0u64; 16];
+        for i in 0..n {
+            // A key: short ASCII text, its fingerprint unlike those of the keys before it.
+            let k = usize::from(self.input.get(*pos)?.wrapping_sub(0x60));
+            let start = *pos + 1;
+            if k >= 24 || k > self.limits.max_byte_length() as usize || k > self.input.len() - start {
+                return None;
+            }
+            let head = head_word(&self.input[start..]) & low_bytes(k);
+            if !(if k <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&self.input[start..start + k]) }) {
+                return None;
+            }
+            let fingerprint = (head & low_bytes(7)) | ((k as u64) << 56);
+            if fingerprints[..i].contains(&fingerprint) {
+                return None;
+            }
+            fingerprints[i] = fingerprint;
+            *pos = start + k;
+            self.accept_plain(pos, level + 1, shape)?;
+        }
+        Some(())
     }
 
     /// Skips one item that is not an array or map (a scalar, a string, or something refused).
@@ -1049,6 +1175,9 @@ const FLOAT64: u8 = 0xfb;
 
 /// Entries of small maps are checked for duplicates by a linear scan; larger maps use a hash set.
 const LINEAR_KEY_SCAN: usize = 16;
+/// Levels of arrays and maps [`Reader::accept_plain`] descends before it leaves an item to the
+/// iterative walk (the `medium` and `large` payloads have 5).
+const PLAIN_LEVELS: u32 = 6;
 /// Container levels held without allocating while skipping.
 const INLINE_LEVELS: usize = 16;
 /// Keys of small maps held without allocating while skipping.
@@ -1079,5 +1208,182 @@ impl Level {
             NO_KEY_SET
         };
         Level { remaining: n, is_map, keys_start: keys.len(), key_set }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The plain-item acceptance test must never be more permissive than the iterative walk,
+    //! and must agree with it on shape and end position whenever it accepts.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Node {
+        Int(u64, u8),
+        Negative(u64),
+        Float(f64),
+        Text(String, bool),
+        Simple(u8),
+        Bytes(usize),
+        Tag,
+        Array(Vec<Node>, bool),
+        Map(Vec<(usize, Node)>, bool),
+    }
+
+    const KEYS: [&str; 6] = ["a", "b", "abcdefg", "abcdefgh", "abcdefgX", "é"];
+
+    fn head(out: &mut Vec<u8>, major: u8, n: u64, long: bool) {
+        if n < 24 && !long {
+            out.push(major << 5 | n as u8);
+        } else if n < 256 {
+            out.extend_from_slice(&[major << 5 | 24, n as u8]);
+        } else {
+            out.push(major << 5 | 27);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    fn encode(node: &Node, out: &mut Vec<u8>) {
+        match node {
+            Node::Int(n, width) => match width % 4 {
+                0 => head(out, 0, *n % 24, false),
+                1 => out.extend_from_slice(&[0x19, (*n >> 8) as u8, *n as u8]),
+                2 => out.extend_from_slice(&[0x1a, (*n >> 24) as u8, (*n >> 16) as u8, (*n >> 8) as u8, *n as u8]),
+                _ => {
+                    out.push(0x1b);
+                    out.extend_from_slice(&n.to_be_bytes());
+                }
+            },
+            Node::Negative(n) => head(out, 1, *n % 300, false),
+            Node::Float(f) => {
+                out.push(0xfb);
+                out.extend_from_slice(&f.to_be_bytes());
+            }
+            Node::Text(t, long) => {
+                head(out, 3, t.len() as u64, *long);
+                out.extend_from_slice(t.as_bytes());
+            }
+            Node::Simple(s) => out.push(0xe0 | (s % 32)),
+            Node::Bytes(n) => {
+                head(out, 2, *n as u64, false);
+                out.extend(std::iter::repeat_n(0u8, *n));
+            }
+            Node::Tag => out.extend_from_slice(&[0xc0, 0x01]),
+            Node::Array(items, long) => {
+                head(out, 4, items.len() as u64, *long);
+                items.iter().for_each(|i| encode(i, out));
+            }
+            Node::Map(entries, long) => {
+                head(out, 5, entries.len() as u64, *long);
+                for (k, v) in entries {
+                    let key = KEYS[k % KEYS.len()];
+                    head(out, 3, key.len() as u64, false);
+                    out.extend_from_slice(key.as_bytes());
+                    encode(v, out);
+                }
+            }
+        }
+    }
+
+    fn node() -> impl Strategy<Value = Node> {
+        let leaf = prop_oneof![
+            (any::<u64>(), any::<u8>()).prop_map(|(n, w)| Node::Int(n, w)),
+            any::<u64>().prop_map(Node::Negative),
+            prop_oneof![Just(1.5), Just(f64::NAN), Just(1e300), Just(-0.0)].prop_map(Node::Float),
+            ("[a-z]{0,30}|[a-zé]{0,10}|x{250,260}", any::<bool>()).prop_map(|(t, l)| Node::Text(t, l)),
+            prop_oneof![Just(20u8), Just(21), Just(22), Just(23), Just(19)].prop_map(Node::Simple),
+            (0usize..3).prop_map(Node::Bytes),
+            Just(Node::Tag),
+        ];
+        leaf.prop_recursive(8, 64, 20, |inner| {
+            prop_oneof![
+                (prop::collection::vec(inner.clone(), 0..20), any::<bool>()).prop_map(|(v, l)| Node::Array(v, l)),
+                (prop::collection::vec((0usize..12, inner), 0..20), any::<bool>()).prop_map(|(v, l)| Node::Map(v, l)),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn plain_acceptance_agrees_with_the_walk(
+            tree in node(),
+            bytes_limit in prop_oneof![Just(u32::MAX), 0u32..40],
+            containers in prop_oneof![Just(u32::MAX), 0u32..20],
+            depth in 0u32..10,
+            at_depth in 0u32..3,
+            cut in any::<prop::sample::Index>(),
+            truncate in any::<bool>(),
+        ) {
+            let mut input = Vec::new();
+            encode(&tree, &mut input);
+            if truncate {
+                let keep = cut.index(input.len() + 1);
+                input.truncate(keep);
+            }
+            let limits = CborLimits::new(u64::from(bytes_limit), u64::from(containers), u64::from(depth)).unwrap();
+            let mut walk = Reader::new(&input, limits).allow_byte_strings(true);
+            walk.depth = at_depth;
+            let mut fast = walk.clone();
+            let by_walk = walk.skip_nested_for_test();
+            // The public entry point (plain acceptance first) must give the walk's answer.
+            let by_item = fast.skip_item();
+            match (&by_walk, &by_item) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(a, b);
+                    prop_assert_eq!(walk.position(), fast.position());
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.rule(), b.rule()),
+                _ => prop_assert!(false, "walk {:?}, item {:?}", by_walk, by_item),
+            }
+        }
+    }
+
+    #[test]
+    fn wide_and_long_form_heads_are_left_to_the_walk() {
+        // 17 to 23 entries in the head, and counts in the byte after it (0x98, 0xb8), at the top
+        // and nested: the same answer as the walk, whatever the entries.
+        for head in [0x91u8, 0x97, 0x98, 0xb1, 0xb7, 0xb8] {
+            for n in [17usize, 23, 24, 30] {
+                let mut item = vec![head];
+                if head & 0x1f == 24 {
+                    item.push(n as u8);
+                }
+                let count = if head & 0x1f == 24 { n } else { usize::from(head & 0x1f) };
+                for i in 0..count {
+                    if head >= 0xa0 {
+                        item.extend_from_slice(&[0x62, b'k', b'a' + (i % 26) as u8]);
+                    }
+                    item.push(0x18);
+                    item.push(i as u8);
+                }
+                for input in [item.clone(), [&[0x81u8][..], &item].concat()] {
+                    let limits = CborLimits::default();
+                    let mut walk = Reader::new(&input, limits);
+                    let mut fast = walk.clone();
+                    let expected = walk.skip_nested_for_test().map_err(|e| e.rule());
+                    assert_eq!(fast.skip_item().map_err(|e| e.rule()), expected, "{}", hex_of(&input));
+                    assert_eq!(fast.position(), walk.position());
+                }
+            }
+        }
+    }
+
+    fn hex_of(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    impl Reader<'_> {
+        /// The iterative walk alone (scalars through `skip_scalar`), for comparison.
+        fn skip_nested_for_test(&mut self) -> Result<ItemShape, ProtocolError> {
+            match self.peek_major() {
+                Some(major::ARRAY | major::MAP) => self.skip_nested(),
+                _ => self.skip_scalar().map(|()| ItemShape::default()),
+            }
+        }
     }
 }
