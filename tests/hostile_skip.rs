@@ -14,7 +14,9 @@
 
 use std::collections::HashSet;
 
-use pi_protocol::runtime::{encode_message, encode_message_vectored, Reader, Scalar};
+use pi_protocol::runtime::{
+    encode_message, encode_message_vectored, Decode, Encode, MessageDecoder, Reader, Scalar, Validate,
+};
 use pi_protocol::{
     decode_cbor, AttachmentId, Cancel, CborLimits, CborValue, ClientHello, ClientMessage, ClientMessageDecoder,
     CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Integer, Payload, ProtocolError, Request, RequestId,
@@ -1182,34 +1184,35 @@ fn options() -> impl Strategy<Value = CodecOptions> {
     ]
 }
 
+/// The vectored frame has the contiguous frame's bytes (or its error), and whatever the encoder
+/// accepts, a decoder with the same options reads back (the envelope's own maps included,
+/// under a tiny maxContainerLength).
+fn vectored_matches_contiguous<T>(m: T, opts: &CodecOptions) -> Result<(), TestCaseError>
+where
+    T: Encode + Validate + for<'de> Decode<'de> + PartialEq + std::fmt::Debug,
+{
+    let contiguous = encode_message(&m, opts);
+    let vectored = encode_message_vectored(&m, opts).map(|f| f.to_vec());
+    prop_assert_eq!(&vectored, &contiguous);
+    if let Ok(bytes) = contiguous {
+        let mut d = MessageDecoder::<T>::with_options(opts);
+        let got: Vec<T> = d.push(&bytes).into_iter().collect::<Result<_, _>>().expect("decodes");
+        prop_assert_eq!(got, vec![m]);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(600))]
 
     #[test]
     fn vectored_client_frames_equal_contiguous(m in client_message(), opts in options()) {
-        let contiguous = encode_message(&m, &opts);
-        let vectored = encode_message_vectored(&m, &opts).map(|f| f.to_vec());
-        prop_assert_eq!(&vectored, &contiguous);
-        // Whatever the encoder accepts, a decoder with the same options accepts too (the
-        // envelope's own maps included, under a tiny maxContainerLength).
-        if let Ok(bytes) = contiguous {
-            let mut d = ClientMessageDecoder::with_options(&opts);
-            let got: Vec<_> = d.push(&bytes).into_iter().collect::<Result<_, _>>().expect("decodes");
-            prop_assert_eq!(got, vec![m]);
-        }
+        vectored_matches_contiguous(m, &opts)?;
     }
 
     #[test]
     fn vectored_server_frames_equal_contiguous(m in server_message(), opts in options()) {
-        let contiguous = encode_message(&m, &opts);
-        let vectored = encode_message_vectored(&m, &opts).map(|f| f.to_vec());
-        prop_assert_eq!(&vectored, &contiguous);
-        // Whatever the encoder accepts, a decoder with the same options accepts too.
-        if let Ok(bytes) = contiguous {
-            let mut d = ServerMessageDecoder::with_options(&opts);
-            let got: Vec<_> = d.push(&bytes).into_iter().collect::<Result<_, _>>().expect("decodes");
-            prop_assert_eq!(got, vec![m]);
-        }
+        vectored_matches_contiguous(m, &opts)?;
     }
 }
 
