@@ -120,9 +120,9 @@ fn limits(max_byte_length: u64, max_container_length: u64, max_depth: u64) -> Cb
 
 // ------------------------------------------------------------------ decoding helpers
 
-/// One frame of `payload` through a client decoder with `limits`.
-fn typed_client(payload: &[u8], limits: CborLimits) -> Result<ClientMessage, ProtocolError> {
-    let mut decoder = ClientMessageDecoder::with_options(&CodecOptions::new().cbor_limits(limits));
+/// One frame of `payload` through a message decoder of `T` with `limits`.
+fn typed<T: for<'de> Decode<'de>>(payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError> {
+    let mut decoder = MessageDecoder::<T>::with_options(&CodecOptions::new().cbor_limits(limits));
     let mut results = decoder.push(&frame(payload));
     assert_eq!(results.len(), 1, "one frame gives one result: {}", hex::encode(payload));
     let result = results.pop().expect("one result");
@@ -132,16 +132,14 @@ fn typed_client(payload: &[u8], limits: CborLimits) -> Result<ClientMessage, Pro
     result
 }
 
+/// One frame of `payload` through a client decoder with `limits`.
+fn typed_client(payload: &[u8], limits: CborLimits) -> Result<ClientMessage, ProtocolError> {
+    typed(payload, limits)
+}
+
 /// One frame of `payload` through a server decoder with `limits`.
 fn typed_server(payload: &[u8], limits: CborLimits) -> Result<ServerMessage, ProtocolError> {
-    let mut decoder = ServerMessageDecoder::with_options(&CodecOptions::new().cbor_limits(limits));
-    let mut results = decoder.push(&frame(payload));
-    assert_eq!(results.len(), 1, "one frame gives one result: {}", hex::encode(payload));
-    let result = results.pop().expect("one result");
-    if result.is_ok() {
-        decoder.end().expect("a complete stream ends cleanly");
-    }
-    result
+    typed(payload, limits)
 }
 
 /// How the typed decoders' verdict on a payload relates to the raw validator's, or `Err` with

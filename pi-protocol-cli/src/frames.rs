@@ -52,8 +52,10 @@ impl<R: Read> FrameSplitter<R> {
             return Ok(None);
         }
         let offset = self.offset;
-        let mut header = [0u8; FRAME_HEADER_LENGTH];
-        let got = read_full(&mut self.inner, &mut header)?;
+        // `take` + `read_to_end` reads until the header is complete or the stream ends (retrying
+        // interrupted reads), and says how much arrived.
+        let mut header = Vec::with_capacity(FRAME_HEADER_LENGTH);
+        let got = (&mut self.inner).take(FRAME_HEADER_LENGTH as u64).read_to_end(&mut header)?;
         if got == 0 {
             self.done = true;
             return Ok(None);
@@ -62,7 +64,7 @@ impl<R: Read> FrameSplitter<R> {
             self.done = true;
             return Ok(Some(RawFrame::Truncated { offset, announced: None, present: got as u64 }));
         }
-        let announced = u32::from_be_bytes(header);
+        let announced = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
         if announced > self.limit {
             self.done = true;
             return Ok(Some(RawFrame::TooLong { offset, announced }));
@@ -77,17 +79,4 @@ impl<R: Read> FrameSplitter<R> {
         self.offset += (FRAME_HEADER_LENGTH + read) as u64;
         Ok(Some(RawFrame::Complete { offset, payload }))
     }
-}
-
-fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
