@@ -1062,6 +1062,26 @@ fn valid_payloads() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `payload` after `edits`: each an (index, kind, byte) that overwrites, flips the top bit of,
+/// inserts, removes, or inserts one of a few troublesome bytes (break, tag, continuation,
+/// float64 head, a high ASCII byte) at the index.
+fn damaged(payload: &[u8], edits: &[(prop::sample::Index, u8, u8)]) -> Vec<u8> {
+    let mut payload = payload.to_vec();
+    for (at, kind, byte) in edits {
+        let i = at.index(payload.len() + 1);
+        match kind {
+            0 if i < payload.len() => payload[i] = *byte,
+            1 if i < payload.len() => payload[i] ^= 0x80,
+            2 => payload.insert(i, *byte),
+            3 if i < payload.len() => {
+                payload.remove(i);
+            }
+            _ => payload.insert(i, [0xff, 0xc0, 0x80, 0xfb, 0x7f][usize::from(*byte) % 5]),
+        }
+    }
+    payload
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(4000))]
 
@@ -1074,17 +1094,7 @@ proptest! {
         max_bytes in prop::sample::select(vec![5u64, 40, 1 << 20]),
     ) {
         let payloads = valid_payloads();
-        let mut payload = which.get(&payloads).clone();
-        for (at, kind, byte) in edits {
-            let i = at.index(payload.len() + 1);
-            match kind {
-                0 if i < payload.len() => payload[i] = byte,
-                1 if i < payload.len() => payload[i] ^= 0x80,
-                2 => payload.insert(i, byte),
-                3 if i < payload.len() => { payload.remove(i); }
-                _ => payload.insert(i, [0xff, 0xc0, 0x80, 0xfb, 0x7f][usize::from(byte) % 5]),
-            }
-        }
+        let payload = damaged(which.get::<Vec<u8>>(&payloads), &edits);
         let lim = limits(max_bytes, 1000, max_depth);
         let verdict = typed_agrees_with_raw(&payload, lim);
         prop_assert!(verdict.is_ok(), "{}", verdict.unwrap_err());
@@ -1351,19 +1361,7 @@ fn hostile_requests() -> Vec<Value> {
     let edits = (any::<prop::sample::Index>(), vec((any::<prop::sample::Index>(), 0u8..5, any::<u8>()), 1..4));
     for _ in 0..20_000 {
         let (which, edits) = edits.new_tree(&mut runner).expect("edits").current();
-        let mut payload = which.get(&payloads).clone();
-        for (at, kind, byte) in edits {
-            let i = at.index(payload.len() + 1);
-            match kind {
-                0 if i < payload.len() => payload[i] = byte,
-                1 if i < payload.len() => payload[i] ^= 0x80,
-                2 => payload.insert(i, byte),
-                3 if i < payload.len() => {
-                    payload.remove(i);
-                }
-                _ => payload.insert(i, [0xff, 0xc0, 0x80, 0xfb, 0x7f][usize::from(byte) % 5]),
-            }
-        }
+        let payload = damaged(which.get::<Vec<u8>>(&payloads), &edits);
         raw(&mut out, &payload, None);
         frames(&mut out, &payload);
     }
