@@ -1053,7 +1053,16 @@ pub(crate) fn is_ascii(bytes: &[u8]) -> bool {
     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("eight bytes"));
     let len = bytes.len();
     if len < 8 {
-        return bytes.iter().fold(0u8, |acc, &b| acc | b) < 0x80;
+        // Two loads that overlap cover any length from 4 to 7 (2 to 3 with half-words).
+        let seen = if len >= 4 {
+            let half = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
+            half(&bytes[..4]) | half(&bytes[len - 4..])
+        } else if len >= 2 {
+            u32::from(u16::from_le_bytes([bytes[0], bytes[1]]) | u16::from_le_bytes([bytes[len - 2], bytes[len - 1]]))
+        } else {
+            bytes.first().map_or(0, |&b| u32::from(b))
+        };
+        return seen & 0x8080_8080 == 0;
     }
     let mut seen = word(&bytes[len - 8..]);
     for chunk in bytes.chunks_exact(8) {
@@ -1369,6 +1378,19 @@ mod tests {
                     assert_eq!(fast.skip_item().map_err(|e| e.rule()), expected, "{}", hex_of(&input));
                     assert_eq!(fast.position(), walk.position());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_ascii_test_sees_a_high_byte_at_every_position_of_every_length() {
+        for len in 0..=40usize {
+            let clean = vec![b'a'; len];
+            assert!(is_ascii(&clean), "{len}");
+            for at in 0..len {
+                let mut dirty = clean.clone();
+                dirty[at] = 0x80;
+                assert!(!is_ascii(&dirty), "{len} at {at}");
             }
         }
     }
