@@ -512,9 +512,12 @@ impl<'de> Reader<'de> {
     /// Skips one item like [`skip`](Self::skip) and reports its shape (nesting depth below it
     /// and widest container).
     ///
-    /// The walk is iterative: nesting costs a few bytes of an explicit stack per level (inline
-    /// for the first levels, so shallow items allocate nothing), never a call frame, so even
-    /// the deepest configurable item is safe on a small thread stack.
+    /// Small plain items (a few levels, short ASCII strings, maps of up to 16 keys) are accepted
+    /// by a short recursive test of at most 6 levels; everything else, and anything invalid,
+    /// by the walk, which alone decides and reports errors. The walk is iterative: nesting
+    /// costs a few bytes of an explicit stack per level (inline for the first levels, so
+    /// shallow items allocate nothing), never a call frame, so even the deepest configurable
+    /// item is safe on a small thread stack.
     ///
     /// # Errors
     /// As [`skip`](Self::skip).
