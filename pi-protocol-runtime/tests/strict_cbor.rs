@@ -299,3 +299,18 @@ fn duplicate_keys_are_scoped_to_their_own_map_at_any_nesting() {
     w.null();
     assert_eq!(duplicate_verdicts(&w.into_vec()), (true, true));
 }
+
+#[test]
+fn duplicate_non_ascii_keys_are_found_whatever_follows_them() {
+    // Short keys are compared by a fingerprint of their first bytes; for a non-ASCII key it must
+    // still cover the key alone, not the value bytes after it (1 and 2 here).
+    for key in ["é", "ü-x", "日本"] {
+        let mut w = Writer::new();
+        w.map_header(2);
+        w.text(key);
+        w.integer(1);
+        w.text(key);
+        w.integer(2);
+        assert_eq!(duplicate_verdicts(w.as_bytes()), (true, true), "{key}");
+    }
+}

@@ -351,11 +351,7 @@ impl<'de> Reader<'de> {
     /// # Errors
     /// `Cbor`/`NonTextKey` for any other item, `InvalidUtf8`, limits, truncation.
     pub fn read_key(&mut self) -> Result<&'de str, ProtocolError> {
-        let (m, ai) = self.initial()?;
-        if m != major::TEXT {
-            return Err(ProtocolError::cbor(Rule::NonTextKey));
-        }
-        self.text_body(ai)
+        utf8_str(self.read_key_raw()?).ok_or_else(|| ProtocolError::cbor(Rule::InvalidUtf8))
     }
 
     /// Reads a map key, which must be a text string, as its UTF-8 bytes (validated).
@@ -364,13 +360,9 @@ impl<'de> Reader<'de> {
     /// As [`read_key`](Self::read_key).
     #[inline]
     pub fn read_key_bytes(&mut self) -> Result<&'de [u8], ProtocolError> {
-        let (m, ai) = self.initial()?;
-        if m != major::TEXT {
-            return Err(ProtocolError::cbor(Rule::NonTextKey));
-        }
-        let body = self.string_body(ai)?;
-        if is_utf8(body) {
-            Ok(body)
+        let key = self.read_key_raw()?;
+        if is_utf8(key) {
+            Ok(key)
         } else {
             Err(ProtocolError::cbor(Rule::InvalidUtf8))
         }
@@ -568,14 +560,7 @@ impl<'de> Reader<'de> {
                 if len > self.limits.max_byte_length() as usize || len > input.len() - start {
                     return None;
                 }
-                let ascii = if len <= 8 {
-                    head_word(&input[start..]) & low_bytes(len) & HIGH_BITS == 0
-                } else {
-                    is_ascii(&input[start..start + len])
-                };
-                if !ascii {
-                    return None;
-                }
+                ascii_head(input, start, len)?;
                 *pos = start + len;
                 return Some(());
             }
@@ -642,11 +627,7 @@ impl<'de> Reader<'de> {
             if k >= 24 || k > self.limits.max_byte_length() as usize || k > self.input.len() - start {
                 return None;
             }
-            let head = head_word(&self.input[start..]) & low_bytes(k);
-            if !(if k <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&self.input[start..start + k]) }) {
-                return None;
-            }
-            let fingerprint = (head & low_bytes(7)) | ((k as u64) << 56);
+            let fingerprint = key_fingerprint(ascii_head(self.input, start, k)?, k);
             if fingerprints[..i].contains(&fingerprint) {
                 return None;
             }
@@ -723,13 +704,15 @@ impl<'de> Reader<'de> {
                     if n > max_byte_length || n > input.len() - start {
                         return Err(self.string_length_error(n as u64));
                     }
-                    let head = head_word(&input[start..]) & low_bytes(n);
-                    let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&input[start..start + n]) };
-                    if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
-                        return Err(ProtocolError::cbor(Rule::InvalidUtf8));
-                    }
+                    let head = match ascii_head(input, start, n) {
+                        Some(head) => head,
+                        None if std::str::from_utf8(&input[start..start + n]).is_ok() => {
+                            head_word(&input[start..]) & low_bytes(n)
+                        }
+                        None => return Err(ProtocolError::cbor(Rule::InvalidUtf8)),
+                    };
                     pos = start + n;
-                    let fingerprint = (head & low_bytes(7)) | ((n as u64) << 56);
+                    let fingerprint = key_fingerprint(head, n);
                     self.check_fresh_key(fingerprint, start, n, &current, &mut keys, &mut key_sets)?;
                 } else {
                     self.pos = pos;
@@ -745,7 +728,7 @@ impl<'de> Reader<'de> {
                         return Err(ProtocolError::cbor(Rule::InvalidUtf8));
                     }
                     let start = self.pos - key.len();
-                    let fingerprint = (head_word(key) & low_bytes(7)) | ((key.len() as u64) << 56);
+                    let fingerprint = key_fingerprint(head_word(key), key.len());
                     self.check_fresh_key(fingerprint, start, key.len(), &current, &mut keys, &mut key_sets)?;
                     pos = self.pos;
                 }
@@ -760,12 +743,7 @@ impl<'de> Reader<'de> {
                     if n > max_byte_length || n > input.len() - start {
                         return Err(self.string_length_error(n as u64));
                     }
-                    let ascii = if n <= 8 {
-                        head_word(&input[start..]) & low_bytes(n) & HIGH_BITS == 0
-                    } else {
-                        is_ascii(&input[start..start + n])
-                    };
-                    if !ascii && std::str::from_utf8(&input[start..start + n]).is_err() {
+                    if ascii_head(input, start, n).is_none() && std::str::from_utf8(&input[start..start + n]).is_err() {
                         return Err(ProtocolError::cbor(Rule::InvalidUtf8));
                     }
                     pos = start + n;
@@ -1162,6 +1140,22 @@ fn head_word(rest: &[u8]) -> u64 {
         Some(word) => u64::from_le_bytes(word.try_into().expect("eight bytes")),
         None => rest.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
     }
+}
+
+/// For the `n`-byte string at `input[start..]` (within the input): its first eight bytes as a
+/// word (the bytes beyond the string masked off) when the string is ASCII, else `None`.
+#[inline(always)]
+fn ascii_head(input: &[u8], start: usize, n: usize) -> Option<u64> {
+    let head = head_word(&input[start..]) & low_bytes(n);
+    let ascii = if n <= 8 { head & HIGH_BITS == 0 } else { is_ascii(&input[start..start + n]) };
+    ascii.then_some(head)
+}
+
+/// The [`KeyStack`] fingerprint of an `n`-byte key whose first bytes are `head`: the length
+/// in the top byte, the first seven bytes below.
+#[inline(always)]
+fn key_fingerprint(head: u64, n: usize) -> u64 {
+    (head & low_bytes(7)) | ((n as u64) << 56)
 }
 
 /// A mask of the low `n` bytes of a word (all of it from eight on).
