@@ -6,7 +6,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use pi_protocol_runtime::pattern::Pattern;
+use pi_protocol_runtime::pattern::{Pattern, WordWindow};
 
 use crate::ast::{FieldChecks, StrChecks};
 
@@ -37,17 +37,62 @@ const SPELLED_OUT: usize = 16;
 /// A `bool` expression: whether the `&str` expression `value` matches `pattern`.
 ///
 /// Every supported pattern matches strings of one fixed byte length, so the check converts
-/// the bytes to a fixed-size array (one length comparison) and then tests each position
-/// against its byte ranges with constant indices (no bounds checks, no loop over the pattern,
-/// no allocation).
-pub fn pattern_ok(value: &TokenStream, pattern: &Pattern) -> TokenStream {
+/// the bytes to a fixed-size array (one length comparison) and then tests constant positions
+/// (no bounds checks, no loop over the pattern, no allocation): eight at a time with the
+/// runtime's `word_matches` when the pattern is eight bytes or longer (the 36-byte UUID: five
+/// words), one table lookup per byte otherwise.
+pub fn pattern_ok(krate: &syn::Path, value: &TokenStream, pattern: &Pattern) -> TokenStream {
     let length = Literal::usize_unsuffixed(pattern.length());
+    let (tables, tests) = match pattern.word_windows() {
+        Some(windows) => (Vec::new(), word_tests(krate, &windows)),
+        None => byte_tests(pattern),
+    };
+    if tests.is_empty() {
+        return quote!(#value.is_empty());
+    }
+    quote! {
+        {
+            #(#tables)*
+            match <&[u8; #length] as ::core::convert::TryFrom<&[u8]>>::try_from(#value.as_bytes()) {
+                ::core::result::Result::Ok(__bytes) => #(#tests)&*,
+                ::core::result::Result::Err(_) => false,
+            }
+        }
+    }
+}
+
+/// One `word_matches` call per window, on the window's eight bytes read little-endian.
+fn word_tests(krate: &syn::Path, windows: &[WordWindow]) -> Vec<TokenStream> {
+    windows
+        .iter()
+        .map(|window| {
+            let start = Literal::usize_unsuffixed(window.offset);
+            let end = Literal::usize_unsuffixed(window.offset + 8);
+            let ranges = window.ranges.iter().map(|r| {
+                let above_low = Literal::u64_unsuffixed(r.above_low);
+                let above_high = Literal::u64_unsuffixed(r.above_high);
+                quote!(#krate::pattern::LaneRanges { above_low: #above_low, above_high: #above_high })
+            });
+            // One load (a constant range of an array: the conversion cannot fail).
+            quote! {
+                (match <[u8; 8] as ::core::convert::TryFrom<&[u8]>>::try_from(&__bytes[#start..#end]) {
+                    ::core::result::Result::Ok(__word) => {
+                        #krate::pattern::word_matches(u64::from_le_bytes(__word), &[#(#ranges),*])
+                    }
+                    ::core::result::Result::Err(_) => false,
+                })
+            }
+        })
+        .collect()
+}
+
+/// One lookup per position in a 256-entry table per segment, combined with `&` (no branch
+/// per byte): the tables (constant items) and the tests.
+fn byte_tests(pattern: &Pattern) -> (Vec<TokenStream>, Vec<TokenStream>) {
     let mut tables = Vec::new();
     let mut tests = Vec::new();
     let mut offset = 0usize;
     for (index, segment) in pattern.segments().iter().enumerate() {
-        // One 256-entry table per segment: a byte is tested with one load, and the positions
-        // are combined with `&` (no branch per byte).
         let table = quote::format_ident!("__CLASS{}", index);
         let alternatives = segment.ranges.iter().map(|&(lo, hi)| {
             let lo_lit = Literal::byte_character(lo);
@@ -76,28 +121,17 @@ pub fn pattern_ok(value: &TokenStream, pattern: &Pattern) -> TokenStream {
         }
         offset += segment.count;
     }
-    if tests.is_empty() {
-        return quote!(#value.is_empty());
-    }
-    quote! {
-        {
-            #(#tables)*
-            match <&[u8; #length] as ::core::convert::TryFrom<&[u8]>>::try_from(#value.as_bytes()) {
-                ::core::result::Result::Ok(__bytes) => #(#tests)&*,
-                ::core::result::Result::Err(_) => false,
-            }
-        }
-    }
+    (tables, tests)
 }
 
 /// A `bool` expression: whether the `&str` expression `value` satisfies every text check.
-pub fn text_ok(value: &TokenStream, checks: &StrChecks) -> TokenStream {
+pub fn text_ok(krate: &syn::Path, value: &TokenStream, checks: &StrChecks) -> TokenStream {
     let mut parts = Vec::new();
     if let Some(min) = checks.min_length {
         parts.push(min_length_ok(value, min));
     }
     if let Some((pattern, _)) = &checks.pattern {
-        parts.push(pattern_ok(value, pattern));
+        parts.push(pattern_ok(krate, value, pattern));
     }
     if parts.is_empty() {
         quote!(true)
@@ -123,7 +157,7 @@ pub fn text_statements(krate: &syn::Path, value: &TokenStream, checks: &StrCheck
         });
     }
     if let Some((pattern, _)) = &checks.pattern {
-        let ok = pattern_ok(value, pattern);
+        let ok = pattern_ok(krate, value, pattern);
         out.extend(quote! {
             if !(#ok) {
                 return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::Pattern)#at);

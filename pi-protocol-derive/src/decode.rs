@@ -80,15 +80,17 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                         return ::core::result::Result::Err(#error::schema(#rule::Literal).at(#key));
                     }
                 };
-                arms.push(quote! {
-                    #key_bytes => {
+                arms.push((
+                    key_bytes.clone(),
+                    quote! {
                         let __value = __reader.read_scalar().map_err(|e| e.at(#key))?;
                         #check
-                    }
-                });
+                    },
+                ));
                 consumed_arms.push(quote! {
-                    #key_bytes => {
+                    if #krate::key_equals(__key, #key_bytes) {
                         #check
+                        continue;
                     }
                 });
                 finish.push(quote! {
@@ -129,14 +131,15 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                     },
                 };
                 slots.push(quote!(let mut #slot: ::core::option::Option<#ty> = ::core::option::Option::None;));
-                arms.push(quote! {
-                    #key_bytes => {
+                arms.push((
+                    key_bytes,
+                    quote! {
                         if #slot.is_some() {
                             #duplicate;
                         }
                         #slot = ::core::option::Option::Some(#store);
-                    }
-                });
+                    },
+                ));
                 finish.push(match field.presence {
                     Presence::Optional => quote!(let #slot = ::core::option::Option::flatten(#slot);),
                     Presence::Required | Presence::Nullable => quote! {
@@ -153,12 +156,13 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     // Literal entries a union already read (its tag) are checked like entries on the wire.
     let consumed = quote! {
         for &(__key, __value) in __consumed {
-            match __key {
-                #(#consumed_arms)*
-                _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
-            }
+            #(#consumed_arms)*
+            return ::core::result::Result::Err(#error::schema(#rule::UnknownField));
         }
     };
+    // Each key is compared word-wise with `key_equals` (a `match` on byte strings compares
+    // byte by byte).
+    let (arm_keys, arm_bodies): (Vec<_>, Vec<_>) = arms.into_iter().unzip();
     let decode = decode_via_entries(cont);
     quote! {
         #decode
@@ -174,10 +178,14 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                 #(#slots)*
                 #consumed
                 for _ in 0..__count {
-                    match __reader.read_key_raw()? {
-                        #(#arms)*
-                        _ => return ::core::result::Result::Err(#error::schema(#rule::UnknownField)),
-                    }
+                    let __key = __reader.read_key_raw()?;
+                    #(
+                        if #krate::key_equals(__key, #arm_keys) {
+                            #arm_bodies
+                            continue;
+                        }
+                    )*
+                    return ::core::result::Result::Err(#error::schema(#rule::UnknownField));
                 }
                 __reader.leave();
                 #(#finish)*

@@ -20,7 +20,7 @@ pub fn api(cont: &Container<'_>, checks: &StrChecks, storage: &syn::Type) -> Tok
     let error = quote!(#krate::ProtocolError);
     let value = quote!(__text);
     let statements = checks::text_statements(krate, &value, checks, None);
-    let ok = checks::text_ok(&quote!(value), checks);
+    let ok = checks::text_ok(krate, &quote!(value), checks);
     let rules = describe(checks);
     let new_doc = format!(" Checks `value` against the constraints of [`{ident}`] ({rules}) and wraps it.");
     let is_valid_doc = format!(" Whether `value` satisfies the constraints of [`{ident}`] ({rules}).");

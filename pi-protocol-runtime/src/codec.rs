@@ -102,6 +102,34 @@ pub trait KeySet {
     }
 }
 
+/// Whether the map key `key` (raw bytes) is `expected`, a key of the schema.
+///
+/// Derived decoders call this with a constant `expected`, so after inlining its words are
+/// constants too: a key of 4 to 16 bytes is compared with two overlapping loads and two
+/// comparisons, instead of one comparison per byte.
+///
+/// ```
+/// use pi_protocol_runtime::key_equals;
+/// assert!(key_equals(b"sessionId", b"sessionId"));
+/// assert!(!key_equals(b"sessionIx", b"sessionId"));
+/// assert!(!key_equals(b"session", b"sessionId"));
+/// ```
+#[inline(always)]
+pub fn key_equals(key: &[u8], expected: &[u8]) -> bool {
+    let n = expected.len();
+    if key.len() != n {
+        return false;
+    }
+    // Both sides hold `n` bytes; the two loads cover them, overlapping in the middle.
+    let half = |b: &[u8], at: usize| b.get(at..at + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+    let word = |b: &[u8], at: usize| b.get(at..at + 8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
+    match n {
+        4..=7 => half(key, 0) == half(expected, 0) && half(key, n - 4) == half(expected, n - 4),
+        8..=16 => word(key, 0) == word(expected, 0) && word(key, n - 8) == word(expected, n - 8),
+        _ => key == expected,
+    }
+}
+
 /// A scalar value peeked from a map entry, as tagged unions compare it with their literals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar<'a> {
@@ -132,5 +160,31 @@ impl Scalar<'_> {
     /// integer it holds, as in JSON).
     pub fn is_number(&self, expected: f64) -> bool {
         matches!(self, Scalar::Number(n) if *n == expected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_equals;
+
+    #[test]
+    fn key_equals_is_byte_equality_for_every_length_and_position() {
+        for n in 0..=24usize {
+            let expected: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(key_equals(&expected, &expected), "length {n}");
+            // One byte changed at every position, in the low and the high bit.
+            for at in 0..n {
+                for flip in [0x01, 0x80] {
+                    let mut key = expected.clone();
+                    key[at] ^= flip;
+                    assert!(!key_equals(&key, &expected), "length {n}, byte {at}, flip {flip:#x}");
+                }
+            }
+            // Shorter and longer keys with the same prefix.
+            assert!(!key_equals(&expected[..n.saturating_sub(1)], &expected) || n == 0);
+            let mut longer = expected.clone();
+            longer.push(b'z');
+            assert!(!key_equals(&longer, &expected), "length {n} + 1");
+        }
     }
 }

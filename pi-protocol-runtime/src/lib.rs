@@ -31,7 +31,9 @@ pub mod text;
 pub mod vectored;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
-pub use codec::{Decode, DecodeMap, Encode, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES};
+pub use codec::{
+    key_equals, Decode, DecodeMap, Encode, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES,
+};
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
 pub use frame::{encode_frame, FrameDecoder, FRAME_HEADER_LENGTH};
 pub use limits::{

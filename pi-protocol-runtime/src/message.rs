@@ -100,10 +100,12 @@ where
     T: for<'de> Decode<'de>,
 {
     check_item_length(payload.len(), limits, ErrorKind::Cbor)?;
-    // Written as plain matches: the message is moved once, into the result.
-    let error = match T::decode(&mut reader) {
-        Ok(value) => match reader.finish() {
-            Ok(()) => return Ok(value),
+    // The decoded result is returned as it is (never unpacked and wrapped again), so the
+    // message is written once, into the caller's slot.
+    let result = T::decode(&mut reader);
+    let error = match result {
+        Ok(_) => match reader.finish() {
+            Ok(()) => return result,
             Err(error) => error,
         },
         Err(error) => error,
@@ -323,12 +325,14 @@ where
         F: FnMut(Result<T, ProtocolError>),
     {
         let limits = self.limits;
+        // The decoded result goes to `on_message` as it is (not unpacked and wrapped again), so
+        // the message is not copied on the way.
         let result = self.frames.push_with(chunk, |payload, offset| match decode_message::<T>(payload, limits) {
-            Ok(message) => {
-                on_message(Ok(message));
+            Err(error) => Err(error.with_offset(offset)),
+            message => {
+                on_message(message);
                 Ok(())
             }
-            Err(error) => Err(error.with_offset(offset)),
         });
         if let Err(error) = result {
             on_message(Err(error));
