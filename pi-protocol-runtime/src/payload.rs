@@ -321,8 +321,19 @@ impl TreeBuilder for JsonTree {
         Value::Array(items)
     }
 
-    fn map(entries: Vec<(String, Value)>) -> Value {
-        Value::Object(entries.into_iter().collect::<Map<String, Value>>())
+    type Map = Map<String, Value>;
+
+    fn new_map(entries: usize) -> Self::Map {
+        Map::with_capacity(entries)
+    }
+
+    fn insert(map: &mut Self::Map, key: String, value: Value) {
+        // Payload keys are distinct (checked when the payload was built).
+        map.insert(key, value);
+    }
+
+    fn map(map: Self::Map) -> Value {
+        Value::Object(map)
     }
 }
 

@@ -18,19 +18,26 @@ pub(crate) trait TreeBuilder {
     fn bytes(content: &[u8]) -> Self::Node;
     /// An array of its finished elements.
     fn array(items: Vec<Self::Node>) -> Self::Node;
-    /// A map of its finished entries, in wire order.
-    fn map(entries: Vec<(String, Self::Node)>) -> Self::Node;
+    /// A map being filled (its entries go straight in, with no list in between).
+    type Map;
+    /// An empty map with room for `entries` entries (a count the reader has checked against
+    /// the limits and the input left).
+    fn new_map(entries: usize) -> Self::Map;
+    /// Adds the next entry, in wire order.
+    fn insert(map: &mut Self::Map, key: String, value: Self::Node);
+    /// The finished map.
+    fn map(map: Self::Map) -> Self::Node;
 }
 
 /// A container being filled.
-enum Open<N> {
+enum Open<N, M> {
     Array {
         items: Vec<N>,
         remaining: usize,
     },
     /// `key` holds the key of the entry whose value is being read.
     Map {
-        entries: Vec<(String, N)>,
+        entries: M,
         remaining: usize,
         key: String,
     },
@@ -41,7 +48,7 @@ enum Open<N> {
 /// # Errors
 /// Any error of the reader.
 pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, ProtocolError> {
-    let mut stack: Vec<Open<B::Node>> = Vec::new();
+    let mut stack: Vec<Open<B::Node, B::Map>> = Vec::new();
     loop {
         if let Some(Open::Map { key, .. }) = stack.last_mut() {
             *key = r.read_key()?.to_owned();
@@ -59,11 +66,11 @@ pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, Proto
             Some(major::MAP) => {
                 let n = r.enter_map()?;
                 if n > 0 {
-                    stack.push(Open::Map { entries: Vec::with_capacity(n), remaining: n, key: String::new() });
+                    stack.push(Open::Map { entries: B::new_map(n), remaining: n, key: String::new() });
                     continue;
                 }
                 r.leave();
-                B::map(Vec::new())
+                B::map(B::new_map(0))
             }
             Some(major::BYTES) => B::bytes(r.read_byte_string()?),
             _ => B::scalar(r.read_scalar()?),
@@ -77,7 +84,7 @@ pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, Proto
                     remaining
                 }
                 Some(Open::Map { entries, remaining, key }) => {
-                    entries.push((std::mem::take(key), node));
+                    B::insert(entries, std::mem::take(key), node);
                     remaining
                 }
             };

@@ -99,7 +99,17 @@ impl TreeBuilder for CborTree {
         CborValue::Array(items)
     }
 
-    fn map(entries: Vec<(String, CborValue)>) -> CborValue {
+    type Map = Vec<(String, CborValue)>;
+
+    fn new_map(entries: usize) -> Self::Map {
+        Vec::with_capacity(entries)
+    }
+
+    fn insert(map: &mut Self::Map, key: String, value: CborValue) {
+        map.push((key, value));
+    }
+
+    fn map(entries: Self::Map) -> CborValue {
         CborValue::Map(entries)
     }
 }
