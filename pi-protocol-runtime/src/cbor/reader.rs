@@ -114,6 +114,7 @@ impl<'de> Reader<'de> {
     ///
     /// # Errors
     /// `Cbor`/`TrailingData`.
+    #[inline]
     pub fn finish(&self) -> Result<(), ProtocolError> {
         if self.is_at_end() {
             Ok(())
@@ -466,10 +467,17 @@ impl<'de> Reader<'de> {
     ///
     /// # Errors
     /// Any `Cbor` error of the item; `Schema`/`ByteString` in message mode.
+    #[inline(always)]
     pub fn read_scalar(&mut self) -> Result<Scalar<'de>, ProtocolError> {
-        if let Some(text) = self.short_str_at_cursor() {
-            return Ok(Scalar::Text(text));
+        // Short text (tags, literals) inline at the call site; the rest out of line.
+        match self.short_str_at_cursor() {
+            Some(text) => Ok(Scalar::Text(text)),
+            None => self.read_scalar_slow(),
         }
+    }
+
+    #[inline(never)]
+    fn read_scalar_slow(&mut self) -> Result<Scalar<'de>, ProtocolError> {
         let (m, ai) = self.initial()?;
         match m {
             major::UNSIGNED | major::NEGATIVE => Ok(Scalar::Number(self.integer_value(m, ai)?)),

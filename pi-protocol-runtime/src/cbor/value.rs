@@ -65,6 +65,7 @@ pub fn encode_cbor(value: &CborValue, limits: CborLimits) -> Result<Vec<u8>, Pro
     Ok(w.into_vec())
 }
 
+#[inline]
 pub(crate) fn check_item_length(len: usize, limits: CborLimits, kind: ErrorKind) -> Result<(), ProtocolError> {
     if len as u64 > u64::from(limits.max_byte_length()) {
         return Err(ProtocolError::new(kind, Rule::ByteLengthLimit { limit: u64::from(limits.max_byte_length()) }));
