@@ -525,16 +525,14 @@ impl<'de> Reader<'de> {
         match self.peek_major() {
             Some(major::ARRAY | major::MAP) => {
                 // Most payloads are small and plain: accept those without setting up the walk.
-                let mut pos = self.pos;
-                let mut shape = ItemShape::default();
-                let head = self.input[pos];
+                let head = self.input[self.pos];
                 let short = matches!(head, 0x80..=0x90 | 0xa0..=0xb0);
-                if short
-                    && self.depth <= self.limits.max_depth()
-                    && self.accept_plain_container(&mut pos, 0, &mut shape, head).is_some()
-                {
-                    self.pos = pos;
-                    return Ok(shape);
+                if short && self.depth <= self.limits.max_depth() {
+                    let mut shape = ItemShape::default();
+                    if let Some(end) = Plain::new(self).container_here(self.pos, 0, &mut shape, head) {
+                        self.pos = end;
+                        return Ok(shape);
+                    }
                 }
                 self.skip_nested()
             }
@@ -543,107 +541,6 @@ impl<'de> Reader<'de> {
                 Ok(ItemShape::default())
             }
         }
-    }
-
-    /// Accepts the item at `pos` when it is valid and plain: at most [`PLAIN_LEVELS`] levels of
-    /// arrays and maps of fewer than 17 entries, text strings of ASCII shorter than 256 bytes,
-    /// integers below 2^32 in magnitude, float64, `false`, `true`, `null`, every CBOR limit
-    /// respected, and map keys whose [`KeyStack`] fingerprints differ (so they are distinct).
-    /// Moves `pos` past it and records its depth below `level` and widest container in
-    /// `shape`.
-    ///
-    /// `None` means "not plain", never "invalid": anything else (deeper, wider, non-ASCII, a
-    /// possible duplicate, a limit reached, malformed, refused) is left to
-    /// [`skip_nested`](Self::skip_nested), the one place that decides and reports. Only
-    /// containers recurse, at most `PLAIN_LEVELS` deep, so the stack stays small.
-    #[inline(always)]
-    fn accept_plain(&self, pos: &mut usize, level: u32, shape: &mut ItemShape) -> Option<()> {
-        let input = self.input;
-        let b = *input.get(*pos)?;
-        let (header, len) = match b {
-            // Text shorter than 24 bytes: its first eight bytes in one load for the ASCII test.
-            0x60..=0x77 => {
-                let len = usize::from(b - 0x60);
-                let start = *pos + 1;
-                if len > self.limits.max_byte_length() as usize || len > input.len() - start {
-                    return None;
-                }
-                ascii_head(input, start, len)?;
-                *pos = start + len;
-                return Some(());
-            }
-            // One byte: small integers, false, true, null.
-            0x00..=0x17 | 0x20..=0x37 | 0xf4..=0xf6 => {
-                *pos += 1;
-                return Some(());
-            }
-            // Integers with 1, 2 or 4 argument bytes: below 2^32, always safe.
-            0x18 | 0x38 => (2, 0),
-            0x19 | 0x39 => (3, 0),
-            0x1a | 0x3a => (5, 0),
-            FLOAT64 => {
-                let bytes = input.get(*pos + 1..*pos + 9)?;
-                check_float(f64::from_be_bytes(bytes.try_into().ok()?)).ok()?;
-                (9, 0)
-            }
-            0x78 => (2, usize::from(*input.get(*pos + 1)?)),
-            0x80..=0x90 | 0xa0..=0xb0 => return self.accept_plain_container(pos, level, shape, b),
-            _ => return None,
-        };
-        let end = *pos + header + len;
-        if end > input.len() || len > self.limits.max_byte_length() as usize {
-            return None;
-        }
-        if len > 0 && !is_ascii(&input[*pos + header..end]) {
-            return None;
-        }
-        *pos = end;
-        Some(())
-    }
-
-    /// [`accept_plain`](Self::accept_plain) for the array or map whose head `b` is at `pos`;
-    /// `None` unless the head itself holds a count of at most 16.
-    #[inline(never)]
-    fn accept_plain_container(&self, pos: &mut usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<()> {
-        let is_map = b >= 0xa0;
-        let n = usize::from(b & 0x1f);
-        // Up to 16 entries in the head itself (24 and more: the count follows the head).
-        if n > 16 || n as u64 > u64::from(self.limits.max_container_length()) {
-            return None;
-        }
-        shape.depth = shape.depth.max(level + 1);
-        shape.widest = shape.widest.max(n as u32);
-        *pos += 1;
-        if n == 0 {
-            return Some(());
-        }
-        // The entries are one level deeper than the container.
-        if level + 1 >= PLAIN_LEVELS || self.depth + level + 1 > self.limits.max_depth() {
-            return None;
-        }
-        if !is_map {
-            for _ in 0..n {
-                self.accept_plain(pos, level + 1, shape)?;
-            }
-            return Some(());
-        }
-        let mut fingerprints = [0u64; 16];
-        for i in 0..n {
-            // A key: short ASCII text, its fingerprint unlike those of the keys before it.
-            let k = usize::from(self.input.get(*pos)?.wrapping_sub(0x60));
-            let start = *pos + 1;
-            if k >= 24 || k > self.limits.max_byte_length() as usize || k > self.input.len() - start {
-                return None;
-            }
-            let fingerprint = key_fingerprint(ascii_head(self.input, start, k)?, k);
-            if fingerprints[..i].contains(&fingerprint) {
-                return None;
-            }
-            fingerprints[i] = fingerprint;
-            *pos = start + k;
-            self.accept_plain(pos, level + 1, shape)?;
-        }
-        Some(())
     }
 
     /// Skips one item that is not an array or map (a scalar, a string, or something refused).
@@ -665,6 +562,10 @@ impl<'de> Reader<'de> {
     ///
     /// The innermost open container lives in a local (`current`); only its parents are on the
     /// stack, so the per-item work touches no memory beyond the input and the key list.
+    ///
+    /// Out of line, so that [`skip_item`](Self::skip_item) accepting a plain item does not pay
+    /// for the walk's large stack frame (about 20 instructions of a small request's decode).
+    #[inline(never)]
     fn skip_nested(&mut self) -> Result<ItemShape, ProtocolError> {
         let (m, ai) = self.initial()?;
         let n = self.container_length(ai, if m == major::MAP { 2 } else { 1 })?;
@@ -1070,6 +971,331 @@ fn reserved_or_indefinite(m: u8, ai: u8) -> ProtocolError {
     })
 }
 
+/// The plain-item test of [`Reader::skip_item`]: accepts an item when it is valid and plain,
+/// that is at most [`PLAIN_LEVELS`] levels of arrays and maps of at most 16 entries, text
+/// strings of ASCII shorter than 256 bytes, integers below 2^32 in magnitude, float64, `false`,
+/// `true`, `null`, every CBOR limit respected, and map keys of fewer than 24 bytes whose
+/// [`plain_fingerprint`]s differ (so they are distinct).
+///
+/// `None` means "not plain", never "invalid": anything else (deeper, wider, non-ASCII, a
+/// possible duplicate, a limit reached, malformed, refused) is left to
+/// [`Reader::skip_nested`], the one place that decides and reports. The limits are folded
+/// into the few bounds below once per item, so each key and value costs one comparison per
+/// bound. Containers are read by [`Plain::container`], which recurses at most `PLAIN_LEVELS`
+/// deep (the stack stays small) and reads some of the containers inside it without a call.
+struct Plain<'de> {
+    input: &'de [u8],
+    /// Longest text accepted with its length in the head (0x60 to 0x77): 23 bytes, or
+    /// `maxByteLength` when lower.
+    short_text: usize,
+    /// `maxByteLength`, for the longer texts (head 0x78).
+    max_byte_length: usize,
+    /// Most entries of a container: 16, or `maxContainerLength` when lower.
+    max_entries: usize,
+    /// Levels (below the item) at which entries may be read: entries of a container at level
+    /// `l` are accepted when `l < entry_levels`, which keeps them within `PLAIN_LEVELS` and
+    /// `maxDepth`.
+    entry_levels: u32,
+}
+
+impl<'de> Plain<'de> {
+    /// The test for an item at the reader's cursor, whose own depth is within `maxDepth`.
+    #[inline(always)]
+    fn new(reader: &Reader<'de>) -> Self {
+        let limits = reader.limits;
+        Plain {
+            input: reader.input,
+            short_text: (limits.max_byte_length() as usize).min(23),
+            max_byte_length: limits.max_byte_length() as usize,
+            max_entries: (limits.max_container_length() as usize).min(16),
+            entry_levels: (PLAIN_LEVELS - 1).min(limits.max_depth() - reader.depth),
+        }
+    }
+
+    /// Reads the item at `pos`, whose head is `b`, when it is a plain scalar; an array or map
+    /// of up to 16 entries is left to the caller, which reads it inline or by a call.
+    #[inline(always)]
+    fn value(&self, pos: usize, b: u8) -> Step {
+        match self.scalar(pos, b) {
+            Some(end) => Step::End(end),
+            None if matches!(b, 0x80..=0x90 | 0xa0..=0xb0) => Step::Container,
+            None => Step::NotPlain,
+        }
+    }
+
+    /// The position after the plain scalar of head `b` at `pos`, or `None` (for a container too).
+    #[inline(always)]
+    fn scalar(&self, pos: usize, b: u8) -> Option<usize> {
+        let input = self.input;
+        if let 0x60..=0x77 = b {
+            // Text shorter than 24 bytes (most keys, ids and short values).
+            return self.short_text(pos, b).map(|(end, _)| end);
+        }
+        // Integers below 2^32 in magnitude, false, true, null, float64: one lookup for all.
+        let size = usize::from(PLAIN_SIZES[usize::from(b)]);
+        if size != 0 {
+            let end = pos + size;
+            let bytes = input.get(pos..end)?;
+            if b == FLOAT64 {
+                let v = f64::from_be_bytes(bytes.get(1..)?.try_into().ok()?);
+                // `check_float` in one comparison: false for NaN and the infinities too.
+                return (v.abs() <= MAX_SAFE_INTEGER as f64).then_some(end);
+            }
+            return Some(end);
+        }
+        match b {
+            // Text of 24 to 255 bytes.
+            0x78 => {
+                let len = usize::from(*input.get(pos + 1)?);
+                let end = pos + 2 + len;
+                if end > input.len() || len > self.max_byte_length || !is_ascii_text(&input[pos + 2..end]) {
+                    return None;
+                }
+                Some(end)
+            }
+            _ => None,
+        }
+    }
+
+    /// The text of head `b` (0x60 to 0x77) at `pos`, when within the input, `short_text` and
+    /// ASCII: the position after it and its first eight bytes as a little-endian word (zero
+    /// beyond the text).
+    ///
+    /// A text of up to 8 bytes with 8 bytes of input after its head (all but the last few
+    /// items) costs one bound and one load; a longer one two or three overlapping loads; one
+    /// among the last eight bytes of the input is loaded as the word that ends with it.
+    #[inline(always)]
+    fn short_text(&self, pos: usize, b: u8) -> Option<(usize, u64)> {
+        // Any other head wraps to 24 or more, beyond `short_text`: callers reading a key rely on it.
+        let len = usize::from(b.wrapping_sub(0x60));
+        if len > self.short_text {
+            return None;
+        }
+        let start = pos + 1;
+        let rest = self.input.get(start..)?;
+        let word = |at: usize| word_at(rest, at);
+        let (head, seen) = if len <= 8 {
+            let head = match rest.first_chunk::<8>() {
+                Some(w) => u64::from_le_bytes(*w) & LOW_BYTES[len],
+                None if len > rest.len() => return None,
+                None if len == 0 => 0,
+                // Near the end of the input: the word that ends with the text, shifted down.
+                None if start + len >= 8 => word_at(self.input, start + len - 8)? >> (64 - 8 * len),
+                None => short_input_head(rest, len),
+            };
+            (head, head)
+        } else {
+            if len > rest.len() {
+                return None;
+            }
+            let head = word(0)?;
+            let middle = if len > 16 { word(8)? } else { 0 };
+            (head, head | middle | word(len - 8)?)
+        };
+        (seen & HIGH_BITS == 0).then_some((start + len, head))
+    }
+
+    /// Checks the head `b` (an array or map of at most 16 entries) of the container at `pos`
+    /// at `level`, and records it in `shape`; returns the position of its first entry and its
+    /// number of entries.
+    #[inline(always)]
+    fn open(&self, pos: usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<(usize, usize)> {
+        let n = usize::from(b & 0x1f);
+        if n > self.max_entries {
+            return None;
+        }
+        shape.depth = shape.depth.max(level + 1);
+        shape.widest = shape.widest.max(n as u32);
+        // The entries are one level deeper than the container.
+        if n > 0 && level >= self.entry_levels {
+            return None;
+        }
+        Some((pos + 1, n))
+    }
+
+    /// Accepts the array or map whose head `b` (at most 16 entries) is at `pos` at `level`
+    /// below the tested item (see [`Plain`]), recording its depth and widest container in
+    /// `shape`; returns the position after it.
+    #[inline(never)]
+    fn container(&self, pos: usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<usize> {
+        self.container_here(pos, level, shape, b)
+    }
+
+    /// [`container`](Self::container) inlined in its caller: for the tested item itself, so
+    /// that [`Reader::skip_item`] makes no call for it.
+    ///
+    /// Some containers inside are read inline too, where entering a call would cost more than
+    /// reading them (a whole small call's `"args": ["hi"]`, or a 7-entry map in a list): maps
+    /// that are entries of an array (the items of a list), whose own containers are calls; and
+    /// arrays that are values of a map when all their entries are scalars (the arguments of a
+    /// call), else they are read again by a call. The other containers are calls.
+    #[inline(always)]
+    fn container_here(&self, pos: usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<usize> {
+        let (mut pos, n) = self.open(pos, level, shape, b)?;
+        if b >= 0xa0 {
+            return self.map_entries::<true>(pos, n, level, shape);
+        }
+        for _ in 0..n {
+            let b = *self.input.get(pos)?;
+            pos = match self.value(pos, b) {
+                Step::End(end) => end,
+                Step::Container if b >= 0xa0 => {
+                    let (entries, n) = self.open(pos, level + 1, shape, b)?;
+                    self.map_entries::<false>(entries, n, level + 1, shape)?
+                }
+                Step::Container => self.container(pos, level + 1, shape, b)?,
+                Step::NotPlain => return None,
+            };
+        }
+        Some(pos)
+    }
+
+    /// Accepts the array of head `b` at `pos` at `level` inline when its entries are scalars,
+    /// else by a call (which reads it again).
+    #[inline(always)]
+    fn leaf_array(&self, pos: usize, level: u32, shape: &mut ItemShape, b: u8) -> Option<usize> {
+        let (mut end, n) = self.open(pos, level, shape, b)?;
+        for _ in 0..n {
+            match self.input.get(end).and_then(|&b| self.scalar(end, b)) {
+                Some(next) => end = next,
+                // An entry that is a container (or not plain): the whole array by a call.
+                None => return self.container(pos, level, shape, b),
+            }
+        }
+        Some(end)
+    }
+
+    /// Accepts the `n` entries from `pos` on of a map at `level`, and returns the position after
+    /// them. Arrays among the values are read by [`leaf_array`](Self::leaf_array) with
+    /// `LEAF_ARRAYS`, else (like maps) by a call.
+    #[inline(always)]
+    fn map_entries<const LEAF_ARRAYS: bool>(
+        &self,
+        mut pos: usize,
+        n: usize,
+        level: u32,
+        shape: &mut ItemShape,
+    ) -> Option<usize> {
+        let mut fingerprints = [0u64; 16];
+        // One bit per key, chosen by its fingerprint: the keys before are compared only when
+        // the bit of a new key is already set (about one key in eight in a map of 16).
+        let mut seen = 0u64;
+        for i in 0..n {
+            // A key: short ASCII text, its fingerprint unlike those of the keys before it.
+            let (end, head) = self.short_text(pos, *self.input.get(pos)?)?;
+            let fingerprint = plain_fingerprint(head, end - pos - 1);
+            let bit = 1u64 << (fingerprint.wrapping_mul(FINGERPRINT_SPREAD) >> 58);
+            if seen & bit != 0 && fingerprints[..i].contains(&fingerprint) {
+                return None;
+            }
+            seen |= bit;
+            *fingerprints.get_mut(i)? = fingerprint;
+            let b = *self.input.get(end)?;
+            pos = match self.value(end, b) {
+                Step::End(end) => end,
+                Step::Container if LEAF_ARRAYS && b < 0xa0 => self.leaf_array(end, level + 1, shape, b)?,
+                Step::Container => self.container(end, level + 1, shape, b)?,
+                Step::NotPlain => return None,
+            };
+        }
+        Some(pos)
+    }
+}
+
+/// [`is_ascii`] for the texts of [`Plain`] with their length after the head (24 to 255 bytes):
+/// sixteen bytes per step in two words, the last step overlapping the one before; no vector
+/// loop to set up (for a 40-byte text that setup and its tail cost more than the test).
+#[inline(never)]
+fn is_ascii_text(bytes: &[u8]) -> bool {
+    let len = bytes.len();
+    if len < 16 {
+        return is_ascii(bytes);
+    }
+    let pair = |chunk: &[u8]| {
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("eight bytes"));
+        word(&chunk[..8]) | word(&chunk[8..16])
+    };
+    let mut seen = pair(&bytes[len - 16..]);
+    for chunk in bytes[..len - 1].chunks_exact(16) {
+        seen |= pair(chunk);
+    }
+    seen & HIGH_BITS == 0
+}
+
+/// What [`Plain::value`] found.
+enum Step {
+    /// A plain scalar, ending there.
+    End(usize),
+    /// An array or map of up to 16 entries, for the caller to read.
+    Container,
+    /// Anything else.
+    NotPlain,
+}
+
+/// `head_word(rest) & low_bytes(len)`, for a text in an input shorter than eight bytes: out of
+/// line, as its byte loop would cost [`Plain::container`] registers and setup for every map.
+#[cold]
+#[inline(never)]
+fn short_input_head(rest: &[u8], len: usize) -> u64 {
+    head_word(rest) & low_bytes(len)
+}
+
+/// The eight bytes at `input[at..]` as a little-endian word, if there are eight.
+#[inline(always)]
+fn word_at(input: &[u8], at: usize) -> Option<u64> {
+    input.get(at..).and_then(|rest| rest.first_chunk::<8>()).map(|w| u64::from_le_bytes(*w))
+}
+
+/// The fingerprint [`Plain`] compares map keys by: the length of the key in the top byte
+/// mixed with its first eight bytes (`head`, zero beyond the key). Equal keys have equal
+/// fingerprints; keys of up to seven bytes are equal exactly when their fingerprints are, and
+/// longer keys whose fingerprints agree make the map "not plain".
+#[inline(always)]
+fn plain_fingerprint(head: u64, len: usize) -> u64 {
+    head ^ ((len as u64) << 56)
+}
+
+/// The size of the item of each head byte that [`Plain`] reads in one step: 1 for integers
+/// below 24, `false`, `true` and `null`; 2, 3 and 5 for integers with 1, 2 and 4 argument bytes
+/// (below 2^32 in magnitude, always safe); 9 for float64; 0 for every other head.
+const PLAIN_SIZES: [u8; 256] = {
+    let mut sizes = [0u8; 256];
+    let mut ai = 0;
+    while ai < 24 {
+        sizes[ai] = 1;
+        sizes[0x20 + ai] = 1;
+        ai += 1;
+    }
+    let (mut major, mut argument) = (0, 0);
+    while major < 2 {
+        while argument < 3 {
+            sizes[major * 0x20 + 0x18 + argument] = 1 + (1 << argument);
+            argument += 1;
+        }
+        (major, argument) = (major + 1, 0);
+    }
+    sizes[0xf4] = 1;
+    sizes[0xf5] = 1;
+    sizes[0xf6] = 1;
+    sizes[FLOAT64 as usize] = 9;
+    sizes
+};
+
+/// An odd constant whose product with a fingerprint has its top six bits depend on all of it
+/// (the golden-ratio constant of Fibonacci hashing).
+const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// `LOW_BYTES[n]` is [`low_bytes`]`(n)`: a mask of the low `n` bytes of a word, `n` up to 8.
+const LOW_BYTES: [u64; 9] = {
+    let mut masks = [u64::MAX; 9];
+    let mut n = 0;
+    while n < 8 {
+        masks[n] = (1u64 << (8 * n)) - 1;
+        n += 1;
+    }
+    masks
+};
+
 /// The keys of the small maps open in an item being skipped, innermost map last, for the
 /// duplicate-key check: each key as a fingerprint (its length in the top byte, its first seven
 /// bytes below, so keys of up to seven bytes are equal exactly when their fingerprints are)
@@ -1189,7 +1415,7 @@ const FLOAT64: u8 = 0xfb;
 
 /// Entries of small maps are checked for duplicates by a linear scan; larger maps use a hash set.
 const LINEAR_KEY_SCAN: usize = 16;
-/// Levels of arrays and maps [`Reader::accept_plain`] descends before it leaves an item to the
+/// Levels of arrays and maps [`Plain`] descends before it leaves an item to the
 /// iterative walk (the `medium` and `large` payloads have 5).
 const PLAIN_LEVELS: u32 = 6;
 /// Container levels held without allocating while skipping.
@@ -1247,7 +1473,19 @@ mod tests {
         Map(Vec<(usize, Node)>, bool),
     }
 
-    const KEYS: [&str; 6] = ["a", "b", "abcdefg", "abcdefgh", "abcdefgX", "é"];
+    const KEYS: [&str; 11] = [
+        "a",
+        "b",
+        "abcdefg",
+        "abcdefgh",
+        "abcdefgX",
+        "é",
+        "abcdefghijk",
+        "abcdefghijX",
+        "abcdefghijklmnopqrstu",
+        "abcdefghijklmnopqrstX",
+        "abcdefghéjklmnopqrs",
+    ];
 
     fn head(out: &mut Vec<u8>, major: u8, n: u64, long: bool) {
         if n < 24 && !long {
@@ -1396,6 +1634,135 @@ mod tests {
                 let mut dirty = clean.clone();
                 dirty[at] = 0x80;
                 assert!(!is_ascii(&dirty), "{len} at {at}");
+            }
+        }
+    }
+
+    /// Checks that `skip_item` gives the walk's answer and end position on `input`, and
+    /// returns whether the plain test alone accepted it.
+    fn agrees_with_the_walk(input: &[u8]) -> bool {
+        let mut walk = Reader::new(input, CborLimits::default());
+        let mut fast = walk.clone();
+        let expected = walk.skip_nested_for_test().map_err(|e| e.rule());
+        assert_eq!(fast.skip_item().map_err(|e| e.rule()), expected, "{}", hex_of(input));
+        assert_eq!(fast.position(), walk.position(), "{}", hex_of(input));
+        let plain = Plain::new(&fast).container(0, 0, &mut ItemShape::default(), input[0]);
+        if let Some(end) = plain {
+            assert_eq!(Ok(end), expected.map(|_| walk.position()), "{}", hex_of(input));
+        }
+        plain.is_some()
+    }
+
+    #[test]
+    fn every_fixed_size_head_is_read_to_its_end() {
+        // [item, 0]: a wrong size for the item's head would misplace the 0 after it.
+        for head in 0..=255u8 {
+            let mut input = vec![0x82, head];
+            input.extend_from_slice(&[0x01; 8]);
+            let size = usize::from(PLAIN_SIZES[usize::from(head)]);
+            if size > 0 {
+                input.truncate(1 + size);
+                input.push(0x00);
+                assert!(agrees_with_the_walk(&input), "{}", hex_of(&input));
+            } else {
+                agrees_with_the_walk(&input);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_and_texts_of_every_short_length_anywhere_in_the_input() {
+        // Keys and values of 0 to 40 bytes, ASCII or with a high byte at any position, twice
+        // (duplicates) or not, at the start of the input and in its last bytes, where the
+        // plain test loads them differently.
+        let text = |out: &mut Vec<u8>, t: &[u8]| {
+            if t.len() < 24 {
+                out.push(0x60 + t.len() as u8);
+            } else {
+                out.extend_from_slice(&[0x78, t.len() as u8]);
+            }
+            out.extend_from_slice(t);
+        };
+        for len in 0..=40usize {
+            let key: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut variants = vec![key.clone()];
+            for at in 0..len {
+                let mut other = key.clone();
+                other[at] = b'Z';
+                variants.push(other.clone());
+                other[at] = 0xc3;
+                variants.push(other.clone());
+                if at + 1 < len {
+                    other[at + 1] = 0xa9; // "é": valid UTF-8, not ASCII
+                    variants.push(other);
+                }
+            }
+            for second in &variants {
+                for padding in [0usize, 1, 7, 30] {
+                    // {pad: [0, ...], key: 1, second: 2}, and [pad..., key, second] for values.
+                    let mut map = vec![0xa3];
+                    text(&mut map, b"p");
+                    map.push(0x80 + padding.min(16) as u8);
+                    map.extend(std::iter::repeat(0u8).take(padding.min(16)));
+                    text(&mut map, &key);
+                    map.push(0x01);
+                    text(&mut map, second);
+                    map.push(0x02);
+                    let plain_map = agrees_with_the_walk(&map);
+                    let mut array = vec![0x83, 0x80 + padding.min(16) as u8];
+                    array.extend(std::iter::repeat(0u8).take(padding.min(16)));
+                    text(&mut array, &key);
+                    text(&mut array, second);
+                    let plain_array = agrees_with_the_walk(&array);
+                    // Short distinct ASCII keys, and ASCII values, must not be left to the walk.
+                    let ascii = second.is_ascii();
+                    assert_eq!(plain_array, ascii, "{}", hex_of(&array));
+                    if ascii && len <= 7 && *second != key {
+                        assert!(plain_map, "{}", hex_of(&map));
+                    }
+                    if *second == key && len < 24 {
+                        assert!(!plain_map, "{}", hex_of(&map));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn containers_read_inline_keep_every_limit() {
+        // Maps inside arrays and arrays inside maps (read inline or by a call, or first one and
+        // then the other) under every depth and container limit, at several reader depths.
+        let int = |n: u64| Node::Int(n, 0);
+        let array = |items: Vec<Node>| Node::Array(items, false);
+        let map = |entries: Vec<(usize, Node)>| Node::Map(entries, false);
+        let trees = [
+            map(vec![(0, int(1)), (1, array(vec![int(2), int(3)]))]),
+            map(vec![(0, array(vec![int(1), array(vec![int(2)]), int(3)]))]),
+            map(vec![(0, array(vec![int(1), map(vec![(1, array(vec![int(2)]))])]))]),
+            array(vec![map(vec![(0, int(1)), (1, map(vec![(0, array(vec![]))]))]), map(vec![])]),
+            array(vec![array(vec![map(vec![(0, array(vec![map(vec![(1, int(5))])]))])])]),
+            map(vec![(0, array(vec![map(vec![(1, array(vec![map(vec![(2, array(vec![int(1)]))])]))])]))]),
+            map(vec![(0, array((0..16).map(int).collect())), (1, array((0..17).map(int).collect()))]),
+            array(vec![
+                map((0..3).map(|k| (k, array(vec![int(1), int(2)]))).collect()),
+                map(vec![(0, int(1)), (0, int(2))]),
+            ]),
+        ];
+        for tree in &trees {
+            let mut input = Vec::new();
+            encode(tree, &mut input);
+            for depth in 0..8u64 {
+                for containers in [1u64, 2, 3, 16, 100] {
+                    for at_depth in 0..3 {
+                        let limits = CborLimits::new(1000, containers, depth).unwrap();
+                        let mut walk = Reader::new(&input, limits);
+                        walk.depth = at_depth;
+                        let mut fast = walk.clone();
+                        let expected = walk.skip_nested_for_test().map_err(|e| e.rule());
+                        assert_eq!(fast.skip_item().map_err(|e| e.rule()), expected, "{}", hex_of(&input));
+                        assert_eq!(fast.position(), walk.position(), "{}", hex_of(&input));
+                    }
+                }
             }
         }
     }
