@@ -1434,3 +1434,303 @@ fn reference_agrees_on_hostile_cases() {
     }
     assert!(disagreements.is_empty(), "{} disagreements, first: {}", disagreements.len(), disagreements[0]);
 }
+
+// ------------------------------------------------------------------ fast paths of the decoders
+
+/// The `ServerId` pattern tested byte by byte, independently of `word_matches`.
+fn server_id_model(s: &[u8]) -> bool {
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    s.len() == 36
+        && s.iter().enumerate().all(|(i, &b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            14 => b == b'4',
+            19 => matches!(b, b'8' | b'9' | b'a' | b'b'),
+            _ => hex(b),
+        })
+}
+
+/// A request to `{serverId: id}` and a server hello with `serverId: id`, checked against the
+/// model: accepted with the same string, refused for the pattern, or refused as invalid UTF-8.
+fn check_server_id(id: &[u8]) {
+    let client = map(&[
+        entry("type", text(b"request")),
+        entry("id", text(b"r")),
+        entry("target", map(&[entry("serverId", text(id))])),
+        entry("call", vec![0xf6]),
+    ]);
+    let server = map(&[entry("type", text(b"hello")), entry("version", vec![0x08]), entry("serverId", text(id))]);
+    let utf8 = std::str::from_utf8(id).ok();
+    let expected = server_id_model(id);
+    assert_eq!(utf8.map(|s| ServerId::new(s).is_ok()), utf8.map(|_| expected), "ServerId::new {}", hex::encode(id));
+    for (side, payload) in [("client", &client), ("server", &server)] {
+        let raw = agree(payload, defaults());
+        let verdict = if side == "client" {
+            typed_client(payload, defaults()).map(|m| match m {
+                ClientMessage::Request(r) => match r.target {
+                    RpcTarget::Server(t) => t.server_id.as_str().to_owned(),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+        } else {
+            typed_server(payload, defaults()).map(|m| match m {
+                ServerMessage::Hello(h) => h.server_id.as_str().to_owned(),
+                other => panic!("{other:?}"),
+            })
+        };
+        match (utf8, verdict) {
+            (None, Err(e)) => {
+                assert_eq!((e.kind(), e.rule()), (ErrorKind::Cbor, Rule::InvalidUtf8), "{side} {}", hex::encode(id));
+                assert!(raw.is_err());
+            }
+            (Some(s), Ok(got)) if expected => assert_eq!(got, s),
+            (Some(_), Err(e)) if !expected => {
+                assert_eq!((e.kind(), e.rule()), (ErrorKind::Schema, Rule::Pattern), "{side} {}", hex::encode(id));
+            }
+            (_, verdict) => panic!("{side}: {verdict:?} for {} (model {expected})", hex::encode(id)),
+        }
+    }
+}
+
+#[test]
+fn server_ids_with_one_byte_changed_anywhere_to_anything() {
+    let valid = SERVER.as_bytes();
+    assert!(server_id_model(valid));
+    check_server_id(valid);
+    for at in 0..36 {
+        for b in 0..=255u8 {
+            let mut id = valid.to_vec();
+            id[at] = b;
+            check_server_id(&id);
+        }
+        // Multi-byte characters over this position (same length, and one or more longer),
+        // a byte removed (35) and one inserted (37).
+        for ch in ["é", "€", "😀", "\u{7f}", "\u{80}"] {
+            let mut id = valid.to_vec();
+            id.splice(at..(at + ch.len()).min(36), ch.bytes());
+            check_server_id(&id);
+            let mut id = valid.to_vec();
+            id.splice(at..=at, ch.bytes());
+            check_server_id(&id);
+        }
+        let mut shorter = valid.to_vec();
+        shorter.remove(at);
+        check_server_id(&shorter);
+        for b in [b'0', b'4', b'a', b'-'] {
+            let mut longer = valid.to_vec();
+            longer.insert(at, b);
+            check_server_id(&longer);
+        }
+    }
+    // Every valid id class boundary, the highest and lowest byte of each class.
+    for id in [
+        "00000000-0000-4000-8000-000000000000",
+        "ffffffff-ffff-4fff-bfff-ffffffffffff",
+        "99999999-9999-4999-9999-999999999999",
+        "aaaaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaaaa",
+    ] {
+        assert!(server_id_model(id.as_bytes()));
+        check_server_id(id.as_bytes());
+    }
+    check_server_id(b"");
+    check_server_id(&valid[..35]);
+    check_server_id(&[valid, b"0"].concat());
+    check_server_id(&[valid, b"\n"].concat());
+}
+
+/// A map tree whose keys can be changed one at a time (values are encoded items).
+#[derive(Clone)]
+enum Envelope {
+    Map(Vec<(Vec<u8>, Envelope)>),
+    Item(Vec<u8>),
+}
+
+impl Envelope {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Envelope::Item(bytes) => bytes.clone(),
+            Envelope::Map(entries) => map(&entries.iter().map(|(k, v)| (text(k), v.encode())).collect::<Vec<_>>()),
+        }
+    }
+
+    fn key_count(&self) -> usize {
+        match self {
+            Envelope::Item(_) => 0,
+            Envelope::Map(entries) => entries.iter().map(|(_, v)| 1 + v.key_count()).sum(),
+        }
+    }
+
+    /// The `index`th key (depth first, in wire order).
+    fn key_mut(&mut self, index: usize) -> Option<&mut Vec<u8>> {
+        let Envelope::Map(entries) = self else { return None };
+        let mut index = index;
+        for (k, v) in entries {
+            if index == 0 {
+                return Some(k);
+            }
+            index -= 1;
+            let inside = v.key_count();
+            if index < inside {
+                return v.key_mut(index);
+            }
+            index -= inside;
+        }
+        None
+    }
+}
+
+fn envelopes() -> Vec<(bool, Envelope)> {
+    use Envelope::{Item, Map};
+    let t = |s: &str| Item(text(s.as_bytes()));
+    let k = |s: &str| s.as_bytes().to_vec();
+    let session = || {
+        Map(vec![(k("serverId"), t(SERVER)), (k("sessionId"), t("session-1")), (k("attachmentId"), t("attachment-1"))])
+    };
+    let error = || Map(vec![(k("code"), t("E")), (k("message"), t("m"))]);
+    vec![
+        (true, Map(vec![(k("type"), t("hello")), (k("version"), Item(vec![0x08]))])),
+        (
+            true,
+            Map(vec![
+                (k("type"), t("request")),
+                (k("id"), t("r")),
+                (k("target"), session()),
+                (k("call"), Item(vec![0xf6])),
+            ]),
+        ),
+        (
+            true,
+            Map(vec![
+                (k("type"), t("cancel")),
+                (k("id"), t("c")),
+                (k("target"), Map(vec![(k("serverId"), t(SERVER))])),
+            ]),
+        ),
+        (false, Map(vec![(k("type"), t("hello")), (k("version"), Item(vec![0x08])), (k("serverId"), t(SERVER))])),
+        (false, Map(vec![(k("type"), t("hello_error")), (k("error"), error())])),
+        (
+            false,
+            Map(vec![
+                (k("type"), t("response")),
+                (k("id"), t("r")),
+                (k("ok"), Item(vec![0xf5])),
+                (k("result"), Item(vec![0x01])),
+            ]),
+        ),
+        (
+            false,
+            Map(vec![
+                (k("type"), t("response")),
+                (k("id"), t("r")),
+                (k("ok"), Item(vec![0xf4])),
+                (k("error"), error()),
+            ]),
+        ),
+        (
+            false,
+            Map(vec![(k("type"), t("service_update")), (k("subscriptionId"), t("s")), (k("update"), Item(vec![0x80]))]),
+        ),
+        (false, Map(vec![(k("type"), t("attachment")), (k("attachment"), session())])),
+    ]
+}
+
+#[test]
+fn schema_keys_changed_in_one_byte_are_refused_in_real_envelopes() {
+    // Every key of every envelope with one byte changed (at every position, to bytes around
+    // the letters, case, high bits, multi-byte UTF-8), one byte shorter and one longer: the
+    // word-wise key comparison must refuse them all, as the raw validator's rule says.
+    let decode = |client: bool, payload: &[u8]| {
+        // Keys that are not UTF-8 are refused by both for that CBOR rule (checked by `agree`).
+        let _ = agree(payload, defaults());
+        if client {
+            typed_client(payload, defaults()).map(drop)
+        } else {
+            typed_server(payload, defaults()).map(drop)
+        }
+    };
+    let mut checked = 0;
+    for (client, envelope) in envelopes() {
+        decode(client, &envelope.encode()).unwrap_or_else(|e| panic!("{e:?}: {}", hex::encode(envelope.encode())));
+        for index in 0..envelope.key_count() {
+            let key = envelope.clone().key_mut(index).expect("key").clone();
+            let mut variants = Vec::new();
+            for at in 0..key.len() {
+                for b in [0x00, 0x01, 0x20, 0x40, 0x7f, 0x80, 0xc3, 0xff, b'/', b':', b'`', b'g', b'G', b'@', b'{'] {
+                    let mut v = key.clone();
+                    v[at] = b;
+                    variants.push(v);
+                }
+                for flip in [0x01u8, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80] {
+                    let mut v = key.clone();
+                    v[at] ^= flip;
+                    variants.push(v);
+                }
+                let mut v = key.clone();
+                v.splice(at..=at, "é".bytes());
+                variants.push(v);
+            }
+            variants.push(key[..key.len() - 1].to_vec());
+            variants.push(key[1..].to_vec());
+            variants.push([&key[..], b"d"].concat());
+            variants.push([&key[..], b"\0"].concat());
+            variants.push([b"x", &key[..]].concat());
+            for variant in variants {
+                if variant == key {
+                    continue;
+                }
+                let mut changed = envelope.clone();
+                *changed.key_mut(index).expect("key") = variant.clone();
+                let payload = changed.encode();
+                let verdict = decode(client, &payload);
+                assert!(
+                    verdict.is_err(),
+                    "key {:?} accepted: {}",
+                    String::from_utf8_lossy(&variant),
+                    hex::encode(&payload)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000, "{checked}");
+}
+
+#[test]
+fn inline_payloads_of_every_length_keep_their_bytes() {
+    // Payloads of 1 to 50 bytes (around the 46-byte inline limit and the 4/8/16/32-byte copy
+    // sizes), every byte distinct where possible: decoded, re-encoded and compared byte for byte.
+    for len in 1..=50usize {
+        let mut candidates = Vec::new();
+        // A text: head + body.
+        let body_length = if len - 1 < 24 { Some(len - 1) } else { (len - 2 >= 24).then_some(len - 2) };
+        if let Some(n) = body_length {
+            let body: Vec<u8> = (0..n).map(|i| b'!' + (i * 7 % 90) as u8).collect();
+            candidates.push(text(&body));
+        }
+        // An array of distinct small integers.
+        if (1..=24).contains(&len) {
+            candidates.push(array(&(0..len - 1).map(|i| vec![i as u8]).collect::<Vec<_>>()));
+        }
+        // A float64 followed by text in an array.
+        if len >= 11 {
+            let mut items = vec![[&[0xfbu8][..], &0x433f_ffff_ffff_ffffu64.to_be_bytes()].concat()];
+            items.push(text(&(0..len - 11).map(|i| b'A' + (i as u8 % 26)).collect::<Vec<_>>()));
+            let a = array(&items);
+            if a.len() == len {
+                candidates.push(a);
+            }
+        }
+        for call in candidates {
+            assert_eq!(call.len(), len, "{}", hex::encode(&call));
+            let payload = request(text(b"r"), call.clone());
+            let message = typed_client(&payload, defaults()).unwrap_or_else(|e| panic!("{e:?}"));
+            let ClientMessage::Request(r) = &message else { panic!("{message:?}") };
+            assert_eq!(r.call.as_cbor(), &call[..], "length {len}");
+            let again = encode_message(&message, &CodecOptions::new()).expect("encodes");
+            assert_eq!(again, frame(&payload), "length {len}");
+            let direct = Payload::from_cbor(bytes::Bytes::from(call.clone()), defaults()).expect("valid");
+            assert_eq!(direct.as_cbor(), &call[..]);
+            assert_eq!((direct.depth(), direct.widest_container()), (r.call.depth(), r.call.widest_container()));
+        }
+    }
+}
