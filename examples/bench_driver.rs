@@ -227,12 +227,19 @@ fn report(dir: &Path, node: Option<&Value>) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes the workloads' frames and manifest into `dir`, and says where.
+fn write_frames(dir: &Path) -> Result<(), String> {
+    workloads::write_frames(dir).map_err(|e| e.to_string())?;
+    println!("wrote the frames of {} workloads and manifest.json to {}", workloads::all().len(), dir.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["frames"] => workloads::write_frames(&target_dir().join("bench-frames")).map_err(|e| e.to_string()),
-        ["frames", dir] => workloads::write_frames(Path::new(dir)).map_err(|e| e.to_string()),
+        ["frames"] => write_frames(&target_dir().join("bench-frames")),
+        ["frames", dir] => write_frames(Path::new(dir)),
         ["run", op, name, iterations] => (|| {
             let w = workload(name)?;
             let n: u64 = iterations.parse().map_err(|_| "ITERATIONS must be a number".to_owned())?;

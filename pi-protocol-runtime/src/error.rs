@@ -192,6 +192,7 @@ impl fmt::Display for Rule {
             Rule::UnknownField => f.write_str("unknown field"),
             Rule::MissingField => f.write_str("missing required field"),
             Rule::Literal => f.write_str("value differs from the required literal"),
+            Rule::MinLength { min: 1 } => f.write_str("string is empty (at least 1 character required)"),
             Rule::MinLength { min } => write!(f, "string shorter than {min} characters"),
             Rule::Pattern => f.write_str("string does not match the required pattern"),
             Rule::Minimum { min } => write!(f, "number below the minimum of {min}"),
@@ -359,3 +360,14 @@ impl fmt::Debug for ProtocolError {
 }
 
 impl std::error::Error for ProtocolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_length_reads_well_for_one_and_for_more() {
+        assert_eq!(Rule::MinLength { min: 1 }.to_string(), "string is empty (at least 1 character required)");
+        assert_eq!(Rule::MinLength { min: 3 }.to_string(), "string shorter than 3 characters");
+    }
+}
