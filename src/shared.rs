@@ -54,11 +54,15 @@ where
     #[inline]
     fn push_each<F: FnMut(Result<T, ProtocolError>)>(&mut self, chunk: &Bytes, mut on_message: F) {
         let limits = self.limits;
+        // As in the copying decoder: the decoded result goes to `on_message` as it is.
         let result = self.frames.push_with(chunk, |payload, offset| {
-            let payload = share(chunk, payload);
-            let message = decode_message_shared::<T>(&payload, limits).map_err(|e| e.with_offset(offset))?;
-            on_message(Ok(message));
-            Ok(())
+            match decode_message_shared::<T>(&share(chunk, payload), limits) {
+                Err(error) => Err(error.with_offset(offset)),
+                message => {
+                    on_message(message);
+                    Ok(())
+                }
+            }
         });
         if let Err(error) = result {
             on_message(Err(error));

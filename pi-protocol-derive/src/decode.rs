@@ -242,7 +242,7 @@ pub fn tagged(cont: &Container<'_>, union: &Union<'_>, tag: &str) -> TokenStream
             ) -> ::core::result::Result<Self, #krate::ProtocolError> {
                 let mut __held: [#krate::LiteralEntry<'de>; #krate::MAX_CONSUMED_ENTRIES] =
                     [(b"", #krate::Scalar::Null); #krate::MAX_CONSUMED_ENTRIES];
-                let (__tag, __consumed, __count) = match __consumed.iter().find(|__entry| __entry.0 == #tag_bytes) {
+                let (__tag, __consumed, __count) = match __consumed.iter().find(|__entry| #krate::key_equals(__entry.0, #tag_bytes)) {
                     ::core::option::Option::Some(&(_, __value)) => (__value, __consumed, __count),
                     ::core::option::Option::None
                         if __count > 0

@@ -18,6 +18,8 @@
 
 use std::fmt;
 
+use crate::cbor::reader::HIGH_BITS;
+
 /// One atom of a pattern: a set of ASCII bytes, repeated a fixed number of times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -158,9 +160,6 @@ pub struct WordWindow {
     /// Positions with fewer ranges than the widest repeat their first range.
     pub ranges: Vec<LaneRanges>,
 }
-
-/// High bit of every byte of a word.
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether each of the eight bytes of `word` (read little-endian) lies in one of its lane's
 /// ranges in `ranges` (see [`LaneRanges`]; [`Pattern::word_windows`] builds them).

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use crate::codec::Scalar;
+use crate::codec::{key_equals, Scalar};
 use crate::error::{ProtocolError, Rule};
 use crate::limits::CborLimits;
 
@@ -859,7 +859,7 @@ impl<'de> Reader<'de> {
     #[inline]
     pub fn next_key_is(&self, key: &[u8]) -> bool {
         match self.short_text_at_cursor() {
-            Some((header, len)) => &self.input[self.pos + header..self.pos + header + len] == key,
+            Some((header, len)) => key_equals(&self.input[self.pos + header..self.pos + header + len], key),
             None => false,
         }
     }
@@ -985,7 +985,7 @@ fn reserved_or_indefinite(m: u8, ai: u8) -> ProtocolError {
 /// that is at most [`PLAIN_LEVELS`] levels of arrays and maps of at most 16 entries, text
 /// strings of ASCII shorter than 256 bytes, integers below 2^32 in magnitude, float64, `false`,
 /// `true`, `null`, every CBOR limit respected, and map keys of fewer than 24 bytes whose
-/// [`plain_fingerprint`]s differ (so they are distinct).
+/// [`key_fingerprint`]s differ (so they are distinct).
 ///
 /// `None` means "not plain", never "invalid": anything else (deeper, wider, non-ASCII, a
 /// possible duplicate, a limit reached, malformed, refused) is left to
@@ -1193,7 +1193,7 @@ impl<'de> Plain<'de> {
         for i in 0..n {
             // A key: short ASCII text, its fingerprint unlike those of the keys before it.
             let (end, head) = self.short_text(pos, *self.input.get(pos)?)?;
-            let fingerprint = plain_fingerprint(head, end - pos - 1);
+            let fingerprint = key_fingerprint(head, end - pos - 1);
             let bit = 1u64 << (fingerprint.wrapping_mul(FINGERPRINT_SPREAD) >> 58);
             if seen & bit != 0 && fingerprints[..i].contains(&fingerprint) {
                 return None;
@@ -1257,15 +1257,6 @@ fn word_at(input: &[u8], at: usize) -> Option<u64> {
     input.get(at..).and_then(|rest| rest.first_chunk::<8>()).map(|w| u64::from_le_bytes(*w))
 }
 
-/// The fingerprint [`Plain`] compares map keys by: the length of the key in the top byte
-/// mixed with its first eight bytes (`head`, zero beyond the key). Equal keys have equal
-/// fingerprints; keys of up to seven bytes are equal exactly when their fingerprints are, and
-/// longer keys whose fingerprints agree make the map "not plain".
-#[inline(always)]
-fn plain_fingerprint(head: u64, len: usize) -> u64 {
-    head ^ ((len as u64) << 56)
-}
-
 /// The size of the item of each head byte that [`Plain`] reads in one step: 1 for integers
 /// below 24, `false`, `true` and `null`; 2, 3 and 5 for integers with 1, 2 and 4 argument bytes
 /// (below 2^32 in magnitude, always safe); 9 for float64; 0 for every other head.
@@ -1296,7 +1287,7 @@ const PLAIN_SIZES: [u8; 256] = {
 /// (the golden-ratio constant of Fibonacci hashing).
 const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// `LOW_BYTES[n]` is [`low_bytes`]`(n)`: a mask of the low `n` bytes of a word, `n` up to 8.
+/// `LOW_BYTES[n]`: a mask of the low `n` bytes of a word, `n` up to 8 (see [`low_bytes`]).
 const LOW_BYTES: [u64; 9] = {
     let mut masks = [u64::MAX; 9];
     let mut n = 0;
@@ -1308,9 +1299,8 @@ const LOW_BYTES: [u64; 9] = {
 };
 
 /// The keys of the small maps open in an item being skipped, innermost map last, for the
-/// duplicate-key check: each key as a fingerprint (its length in the top byte, its first seven
-/// bytes below, so keys of up to seven bytes are equal exactly when their fingerprints are)
-/// and its location in the input. The first
+/// duplicate-key check: each key as a fingerprint ([`key_fingerprint`]: keys of up to seven
+/// bytes are equal exactly when their fingerprints are) and its location in the input. The first
 /// [`INLINE_KEYS`] live in fixed arrays (zeroed, not allocated); more spill to the heap.
 struct KeyStack {
     len: usize,
@@ -1396,25 +1386,24 @@ fn ascii_head(input: &[u8], start: usize, n: usize) -> Option<u64> {
     ascii.then_some(head)
 }
 
-/// The [`KeyStack`] fingerprint of an `n`-byte key whose first bytes are `head`: the length
-/// in the top byte, the first seven bytes below.
+/// The fingerprint of an `n`-byte key whose first bytes are `head` (zero beyond the key), as
+/// [`KeyStack`] and [`Plain`] compare keys: the first eight bytes with the length mixed into
+/// the top byte. Equal keys have equal fingerprints; keys of up to seven bytes (top byte of
+/// `head` zero) are equal exactly when their fingerprints are, longer ones whose fingerprints
+/// agree are compared byte by byte (or, in [`Plain`], left to the walk).
 #[inline(always)]
 fn key_fingerprint(head: u64, n: usize) -> u64 {
-    (head & low_bytes(7)) | ((n as u64) << 56)
+    head ^ ((n as u64) << 56)
 }
 
 /// A mask of the low `n` bytes of a word (all of it from eight on).
 #[inline(always)]
 fn low_bytes(n: usize) -> u64 {
-    if n >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * n)) - 1
-    }
+    LOW_BYTES[n.min(8)]
 }
 
 /// The high bit of every byte of a word: zero after masking for ASCII bytes.
-const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+pub(crate) const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 #[cold]
 fn truncated() -> ProtocolError {
