@@ -12,9 +12,9 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{Data, DeriveInput, Fields, GenericArgument, Ident, LitStr, PathArguments, Type};
 
-use pi_protocol_runtime::pattern::Pattern;
+use pi_protocol_runtime::pattern::{Pattern, Regex};
 
-use crate::attr::{self, ContainerAttrs, Ctxt, FieldAttrs, LitValue, LiteralAttr};
+use crate::attr::{self, Attr, CheckAttrs, ContainerAttrs, Ctxt, FieldAttrs, LitValue, LiteralAttr};
 
 /// A type deriving `Codec`, checked.
 pub struct Container<'a> {
@@ -22,30 +22,90 @@ pub struct Container<'a> {
     pub ident: &'a Ident,
     /// Path of the runtime crate (default `::pi_protocol_runtime`).
     pub krate: syn::Path,
+    /// Whether to emit the JSON view (`json`).
+    pub json: bool,
     /// What the type looks like on the wire.
     pub shape: Shape<'a>,
 }
 
-/// The four shapes the derive supports.
+/// The shapes the derive supports.
 pub enum Shape<'a> {
-    /// `struct X(String);` (or `CompactString`, `ArrayString<N>`): a text string with
-    /// constraints, and the type that stores it.
-    Newtype(StrChecks, &'a Type),
+    /// `struct X(T);`: a `T` meeting the type's checks.
+    Newtype(Newtype<'a>),
     /// A struct with named fields: a map with fixed keys.
     Struct(Struct<'a>),
-    /// `#[codec(tag = "key")] enum`: chosen by the value of the key (the `String`).
-    Tagged(String, Union<'a>),
-    /// `#[codec(key_set)] enum`: chosen by the set of keys.
-    KeySet(Union<'a>),
+    /// An enum: a union of variants.
+    Union(Union<'a>),
 }
 
-/// Constraints on a text value.
+/// A newtype `struct X(T);`.
+pub struct Newtype<'a> {
+    /// `T`.
+    pub inner: &'a Type,
+    /// Its checks.
+    pub checks: Checks,
+    /// Whether `T` is a text storage (`String`, `CompactString`, `ArrayString<N>`): such a
+    /// newtype gets the string API (`as_str`, `Deref<Target = str>`, ...).
+    pub text: bool,
+}
+
+/// Value constraints of a field, a newtype or an element, checked in this order.
 #[derive(Default)]
-pub struct StrChecks {
+pub struct Checks {
     /// Minimum length in characters.
     pub min_length: Option<u64>,
-    /// The compiled pattern and its source text.
-    pub pattern: Option<(Pattern, String)>,
+    /// Maximum length in characters.
+    pub max_length: Option<u64>,
+    /// The pattern: compiled when it is in the fixed-length subset, and its source text.
+    pub pattern: Option<(Option<Pattern>, String)>,
+    /// `minimum`.
+    pub minimum: Option<f64>,
+    /// `maximum`.
+    pub maximum: Option<f64>,
+    /// `exclusiveMinimum`.
+    pub exclusive_minimum: Option<f64>,
+    /// `exclusiveMaximum`.
+    pub exclusive_maximum: Option<f64>,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
+    /// Checks of each array element.
+    pub items: Option<Box<Checks>>,
+    /// Checks of each record value.
+    pub values: Option<Box<Checks>>,
+    /// Checks of each record key.
+    pub keys: Option<Box<Checks>>,
+}
+
+impl Checks {
+    /// Whether there is nothing to check.
+    pub fn is_empty(&self) -> bool {
+        !(self.has_text() || self.has_number() || self.has_items() || self.has_record())
+    }
+
+    /// Whether any string check is set.
+    pub fn has_text(&self) -> bool {
+        self.min_length.is_some() || self.max_length.is_some() || self.pattern.is_some()
+    }
+
+    /// Whether any numeric check is set.
+    pub fn has_number(&self) -> bool {
+        self.minimum.is_some()
+            || self.maximum.is_some()
+            || self.exclusive_minimum.is_some()
+            || self.exclusive_maximum.is_some()
+    }
+
+    /// Whether any array check is set.
+    pub fn has_items(&self) -> bool {
+        self.min_items.is_some() || self.max_items.is_some() || self.items.is_some()
+    }
+
+    /// Whether any record check is set.
+    pub fn has_record(&self) -> bool {
+        self.values.is_some() || self.keys.is_some()
+    }
 }
 
 /// A map-shaped struct.
@@ -93,7 +153,7 @@ impl Entry<'_> {
     pub fn is_required(&self) -> bool {
         match self {
             Entry::Literal(_) => true,
-            Entry::Field(f) => f.presence != Presence::Optional,
+            Entry::Field(f) => matches!(f.presence, Presence::Required | Presence::Nullable),
         }
     }
 }
@@ -112,50 +172,82 @@ pub struct Field<'a> {
     pub member: &'a Ident,
     /// The wire key.
     pub key: String,
-    /// The field's type as declared (for optional fields, `Option<T>`).
-    pub ty: &'a Type,
-    /// The type of the value on the wire (`T` of `Option<T>`, else the declared type).
+    /// The type of a present, non-null value on the wire (`T` of `Option<T>` and of
+    /// `Option<Option<T>>`, else the declared type).
     pub value_ty: &'a Type,
-    /// Whether and how the key may be absent.
+    /// Whether and how the key may be absent or null.
     pub presence: Presence,
-    /// Field-level constraints.
-    pub checks: FieldChecks,
+    /// Constraints on the value.
+    pub checks: Checks,
 }
 
-/// How a field's key may be absent.
+/// How a field's key may be absent or `null`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
-    /// The key must be there.
+    /// `T`: the key must be there.
     Required,
     /// `Option<T>`: the key may be absent (`None`).
     Optional,
     /// `#[codec(nullable)] Option<T>`: the key must be there; `null` is `None`.
     Nullable,
+    /// `#[codec(nullable)] Option<Option<T>>`: absent is `None`, `null` is `Some(None)`.
+    OptionalNullable,
 }
 
-/// Field-level constraints.
-#[derive(Default)]
-pub struct FieldChecks {
-    /// `minimum = N` on an `Integer` field.
-    pub minimum: Option<i64>,
-    /// `min_length` / `pattern` on a `String` field.
-    pub text: StrChecks,
-}
-
-/// The variants of a tagged or key-set enum.
+/// The variants of an enum and how a decoder picks one.
 pub struct Union<'a> {
+    /// How maps are told apart.
+    pub dispatch: Dispatch,
     /// The variants in declared order.
     pub variants: Vec<Variant<'a>>,
 }
 
-/// One `V(T)` variant.
+impl Union<'_> {
+    /// The tuple variants, with their types.
+    pub fn wrapped(&self) -> impl Iterator<Item = (&Variant<'_>, &Type)> {
+        self.variants.iter().filter_map(|v| match v.kind {
+            VariantKind::Wrap(ty) => Some((v, ty)),
+            VariantKind::Unit(_) => None,
+        })
+    }
+
+    /// The unit variants, with their values.
+    pub fn units(&self) -> impl Iterator<Item = (&Variant<'_>, &LitValue)> {
+        self.variants.iter().filter_map(|v| match &v.kind {
+            VariantKind::Unit(value) => Some((v, value)),
+            VariantKind::Wrap(_) => None,
+        })
+    }
+}
+
+/// How a union tells its map-shaped variants apart.
+pub enum Dispatch {
+    /// By JSON type only: the first variant whose type can hold the item.
+    ByType,
+    /// By the value of one literal key.
+    Tag(String),
+    /// By the values of several literal keys together.
+    Tags(Vec<String>),
+    /// By the set of keys in the map.
+    KeySet,
+}
+
+/// One variant.
 pub struct Variant<'a> {
     /// The variant's name.
     pub ident: &'a Ident,
-    /// `T`.
-    pub ty: &'a Type,
+    /// What it holds.
+    pub kind: VariantKind<'a>,
     /// Whether no other variant has the same type (then `From<T>` is emitted).
     pub unique_type: bool,
+}
+
+/// What a variant holds.
+pub enum VariantKind<'a> {
+    /// `V(T)`.
+    Wrap(&'a Type),
+    /// `V`, standing for one literal value on the wire.
+    Unit(LitValue),
 }
 
 impl<'a> Container<'a> {
@@ -172,29 +264,20 @@ impl<'a> Container<'a> {
         let shape = match &input.data {
             Data::Struct(data) => match &data.fields {
                 Fields::Unnamed(fields) => {
-                    only(cx, &attrs, &["pattern", "min_length"], "string newtypes `struct X(String);`");
+                    only(cx, &attrs, &[], "newtypes `struct X(T);`");
                     if fields.unnamed.len() != 1 {
-                        cx.error_spanned_by(
-                            fields,
-                            "a tuple struct must have exactly one `String` field (a validated string newtype)",
-                        );
+                        cx.error_spanned_by(fields, "a tuple struct deriving Codec must have exactly one field (a newtype)");
                         None
                     } else {
                         let field = &fields.unnamed[0];
                         attr::reject_newtype_field_attrs(cx, &field.attrs);
+                        check_type(cx, &field.ty);
+                        let checks = build_checks(cx, &attrs.checks);
                         let capacity = array_string_capacity(&field.ty);
-                        if !is_named(&field.ty, "String") && !is_named(&field.ty, "CompactString") && capacity.is_none()
-                        {
-                            cx.error_spanned_by(
-                                &field.ty,
-                                "a newtype deriving Codec wraps a `String`, a `CompactString` or an `ArrayString<N>` \
-                                 (a validated string newtype)",
-                            );
-                        }
-                        let checks = str_checks(cx, attrs.min_length.get().copied(), attrs.pattern.get());
+                        let text = is_named(&field.ty, "String") || is_named(&field.ty, "CompactString") || capacity.is_some();
                         if let Some(capacity) = capacity {
                             // A fixed capacity holds exactly the texts of a pattern of that length.
-                            let length = checks.pattern.as_ref().map(|(p, _)| p.length());
+                            let length = checks.pattern.as_ref().and_then(|(p, _)| p.as_ref()).map(Pattern::length);
                             if capacity != length {
                                 cx.error_spanned_by(
                                     &field.ty,
@@ -203,7 +286,8 @@ impl<'a> Container<'a> {
                                 );
                             }
                         }
-                        Some(Shape::Newtype(checks, &field.ty))
+                        check_applicable(cx, &field.ty, &checks, &attrs.checks);
+                        Some(Shape::Newtype(Newtype { inner: &field.ty, checks, text }))
                     }
                 }
                 Fields::Named(fields) => {
@@ -213,34 +297,52 @@ impl<'a> Container<'a> {
                 Fields::Unit => {
                     cx.error_spanned_by(
                         &input.ident,
-                        "#[derive(Codec)] needs named fields (a map) or one `String` field (a string newtype)",
+                        "#[derive(Codec)] needs named fields (a map) or one field (a newtype)",
                     );
                     None
                 }
             },
             Data::Enum(data) => {
-                only(cx, &attrs, &["tag", "key_set"], "enums");
-                let tag = attrs.tag.get().map(LitStr::value);
-                if let (Some(_), Some(span)) = (attrs.tag.get(), attrs.key_set.span()) {
+                only(cx, &attrs, &["tag", "tags", "key_set"], "enums");
+                let set: Vec<(&str, Span)> = [
+                    ("tag", attrs.tag.span()),
+                    ("tags", attrs.tags.span()),
+                    ("key_set", attrs.key_set.span()),
+                ]
+                .into_iter()
+                .filter_map(|(name, span)| span.map(|s| (name, s)))
+                .collect();
+                if let [(first, _), (second, span), ..] = set.as_slice() {
                     cx.error_at(
-                        span,
-                        "`tag` and `key_set` cannot be combined: an enum is chosen either by one tag key or by its key set",
-                    );
-                }
-                if attrs.tag.get().is_none() && attrs.key_set.get().is_none() {
-                    cx.error_spanned_by(
-                        &input.ident,
-                        "an enum deriving Codec needs `#[codec(tag = \"<key>\")]` or `#[codec(key_set)]`",
+                        *span,
+                        format!(
+                            "`{first}` and `{second}` cannot be combined: an enum tells its maps apart by one \
+                             tag key, by several (`tags`), or by its key set"
+                        ),
                     );
                 }
                 if data.variants.is_empty() {
                     cx.error_spanned_by(&input.ident, "an enum deriving Codec needs at least one variant");
                 }
+                let dispatch = if let Some(tag) = attrs.tag.get() {
+                    Dispatch::Tag(tag.value())
+                } else if let Some(tags) = attrs.tags.get() {
+                    Dispatch::Tags(tags.iter().map(LitStr::value).collect())
+                } else if attrs.key_set.get().is_some() {
+                    Dispatch::KeySet
+                } else {
+                    Dispatch::ByType
+                };
                 let union = build_union(cx, data);
-                match tag {
-                    Some(tag) => Some(Shape::Tagged(tag, union)),
-                    None => Some(Shape::KeySet(union)),
+                if !matches!(dispatch, Dispatch::ByType) {
+                    if let Some((variant, _)) = union.units().next() {
+                        cx.error_spanned_by(
+                            variant.ident,
+                            "an enum told apart by tags or key sets holds only map-shaped variants `V(T)`",
+                        );
+                    }
                 }
+                Some(Shape::Union(union_with(dispatch, union)))
             }
             Data::Union(data) => {
                 cx.error_spanned_by(data.union_token, "#[derive(Codec)] does not support unions");
@@ -250,50 +352,144 @@ impl<'a> Container<'a> {
         if cx.has_errors() {
             return None;
         }
-        shape.map(|shape| Container { ident: &input.ident, krate, shape })
+        shape.map(|shape| Container { ident: &input.ident, krate, json: attrs.json.get().is_some(), shape })
     }
 }
 
-/// Reports every container attribute that is set but not in `allowed` (or `crate`).
+fn union_with(dispatch: Dispatch, mut union: Union<'_>) -> Union<'_> {
+    union.dispatch = dispatch;
+    union
+}
+
+/// Reports every container attribute that is set but not in `allowed` (`crate` and `json`
+/// are allowed everywhere; the checks only on newtypes).
 fn only(cx: &Ctxt, attrs: &ContainerAttrs, allowed: &[&str], what: &str) {
     let check = |name: &str, span: Option<Span>| {
         if let Some(span) = span {
             if !allowed.contains(&name) {
                 let hint = match name {
-                    "tag" | "key_set" => "enums",
+                    "tag" | "tags" | "key_set" => "enums",
                     "literal" => "structs with named fields",
-                    _ => "string newtypes `struct X(String);` and to `String` fields",
+                    _ => "newtypes `struct X(T);` and to fields",
                 };
                 cx.error_at(span, format!("`{name}` is not allowed on {what}: it applies to {hint}"));
             }
         }
     };
     check(attrs.tag.name(), attrs.tag.span());
+    check(attrs.tags.name(), attrs.tags.span());
     check(attrs.key_set.name(), attrs.key_set.span());
-    check(attrs.pattern.name(), attrs.pattern.span());
-    check(attrs.min_length.name(), attrs.min_length.span());
     for literal in &attrs.literals {
         check("literal", Some(literal.span));
     }
+    if !what.starts_with("newtypes") {
+        for (name, span) in check_spans(&attrs.checks) {
+            check(name, Some(span));
+        }
+    }
 }
 
-fn str_checks(cx: &Ctxt, min_length: Option<u64>, pattern: Option<&LitStr>) -> StrChecks {
-    let pattern = pattern.and_then(|lit| {
+/// The name and span of every check that is set at the top level of `attrs`.
+fn check_spans(attrs: &CheckAttrs) -> Vec<(&'static str, Span)> {
+    fn one<T>(out: &mut Vec<(&'static str, Span)>, attr: &Attr<T>) {
+        if let Some(span) = attr.span() {
+            out.push((attr.name(), span));
+        }
+    }
+    let mut out = Vec::new();
+    one(&mut out, &attrs.min_length);
+    one(&mut out, &attrs.max_length);
+    one(&mut out, &attrs.pattern);
+    one(&mut out, &attrs.minimum);
+    one(&mut out, &attrs.maximum);
+    one(&mut out, &attrs.exclusive_minimum);
+    one(&mut out, &attrs.exclusive_maximum);
+    one(&mut out, &attrs.min_items);
+    one(&mut out, &attrs.max_items);
+    one(&mut out, &attrs.items);
+    one(&mut out, &attrs.values);
+    one(&mut out, &attrs.keys);
+    out
+}
+
+/// The checked constraints of `attrs`: patterns compiled (the fixed-length subset at
+/// expansion time, anything else checked to be a valid ECMAScript pattern).
+fn build_checks(cx: &Ctxt, attrs: &CheckAttrs) -> Checks {
+    let pattern = attrs.pattern.get().and_then(|lit| {
         let source = lit.value();
-        match Pattern::parse(&source) {
-            Ok(compiled) => Some((compiled, source)),
+        // The reference compiles patterns as ECMAScript with the u flag: that decides validity;
+        // the fixed-length subset, where it applies, only makes the check faster.
+        match Regex::new(&source) {
+            Ok(_) => Some((Pattern::parse(&source).ok(), source)),
             Err(err) => {
-                cx.error_spanned_by(
-                    lit,
-                    format!(
-                        "{err} (a pattern is `^`, then literal characters or classes such as `[0-9a-f]`, each with an optional `{{n}}` count, then `$`)"
-                    ),
-                );
+                cx.error_spanned_by(lit, format!("invalid pattern: {err}"));
                 None
             }
         }
     });
-    StrChecks { min_length, pattern }
+    let nested = |attr: &Attr<Box<CheckAttrs>>| attr.get().map(|inner| Box::new(build_checks(cx, inner)));
+    Checks {
+        min_length: attrs.min_length.get().copied(),
+        max_length: attrs.max_length.get().copied(),
+        pattern,
+        minimum: attrs.minimum.get().copied(),
+        maximum: attrs.maximum.get().copied(),
+        exclusive_minimum: attrs.exclusive_minimum.get().copied(),
+        exclusive_maximum: attrs.exclusive_maximum.get().copied(),
+        min_items: attrs.min_items.get().copied(),
+        max_items: attrs.max_items.get().copied(),
+        items: nested(&attrs.items),
+        values: nested(&attrs.values),
+        keys: nested(&attrs.keys),
+    }
+}
+
+/// Reports checks that cannot apply to `ty`: array checks need a `Vec<T>`, record checks a
+/// `Record<T>` (written out, so the element type is known), key checks only string checks.
+/// String and numeric checks are checked by the compiler (`AsRef<str>`, `NumericValue`).
+fn check_applicable(cx: &Ctxt, ty: &Type, checks: &Checks, attrs: &CheckAttrs) {
+    let ty = peel(ty);
+    if checks.has_items() {
+        match container_inner(ty, "Vec") {
+            Some(inner) => {
+                if let (Some(items), Some(item_attrs)) = (&checks.items, attrs.items.get()) {
+                    check_applicable(cx, inner, items, item_attrs);
+                }
+            }
+            None => {
+                let span = attrs.min_items.span().or(attrs.max_items.span()).or(attrs.items.span());
+                cx.error_at(span.unwrap_or_else(Span::call_site), "array checks apply to a `Vec<T>` value");
+            }
+        }
+    }
+    if checks.has_record() {
+        match container_inner(ty, "Record") {
+            Some(inner) => {
+                if let (Some(values), Some(value_attrs)) = (&checks.values, attrs.values.get()) {
+                    check_applicable(cx, inner, values, value_attrs);
+                }
+                if let (Some(keys), Some(span)) = (&checks.keys, attrs.keys.span()) {
+                    if keys.has_number() || keys.has_items() || keys.has_record() {
+                        cx.error_at(span, "`keys(..)` takes only string checks");
+                    }
+                }
+            }
+            None => {
+                let span = attrs.values.span().or(attrs.keys.span());
+                cx.error_at(span.unwrap_or_else(Span::call_site), "record checks apply to a `Record<T>` value");
+            }
+        }
+    }
+}
+
+/// `ty` without the `Option<..>` and `Box<..>` around it (checks look through them).
+pub fn peel(mut ty: &Type) -> &Type {
+    loop {
+        match option_inner(ty).or_else(|| container_inner(ty, "Box")) {
+            Some(inner) => ty = inner,
+            None => return ty,
+        }
+    }
 }
 
 fn build_struct<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::FieldsNamed) -> Struct<'a> {
@@ -305,7 +501,7 @@ fn build_struct<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::Fields
             cx.error_at(lit.span, "`literal` needs a wire key: `key = \"...\"`");
         }
         if !lit.value_written {
-            cx.error_at(lit.span, "`literal` needs its value: `value = \"...\"`, `true`, `false` or an integer");
+            cx.error_at(lit.span, "`literal` needs its value: `value = \"...\"`, `true`, `false` or a number");
         }
         let (Some(key), Some(value)) = (&lit.key, &lit.value) else { continue };
         if !seen_keys.insert(key.value()) {
@@ -332,36 +528,21 @@ fn build_struct<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::Fields
         }
         check_type(cx, &field.ty);
         let option_inner = option_inner(&field.ty);
-        let presence = match (attrs.nullable.span(), option_inner) {
-            (Some(_), Some(_)) => Presence::Nullable,
+        let (presence, value_ty) = match (attrs.nullable.span(), option_inner) {
+            (Some(_), Some(inner)) => match self::option_inner(inner) {
+                Some(innermost) => (Presence::OptionalNullable, innermost),
+                None => (Presence::Nullable, inner),
+            },
             (Some(span), None) => {
                 cx.error_at(span, "`nullable` needs an `Option<T>` field: `null` on the wire is `None`");
-                Presence::Required
+                (Presence::Required, &field.ty)
             }
-            (None, Some(_)) => Presence::Optional,
-            (None, None) => Presence::Required,
+            (None, Some(inner)) => (Presence::Optional, inner),
+            (None, None) => (Presence::Required, &field.ty),
         };
-        let value_ty = option_inner.unwrap_or(&field.ty);
-        if let Some(span) = attrs.minimum.span() {
-            if !is_named(value_ty, "Integer") {
-                cx.error_at(span, "`minimum` applies only to `Integer` fields");
-            }
-        }
-        for (name, span) in [("min_length", attrs.min_length.span()), ("pattern", attrs.pattern.span())] {
-            if let Some(span) = span {
-                if !is_named(value_ty, "String") {
-                    cx.error_at(
-                        span,
-                        format!("`{name}` applies only to `String` fields; a newtype carries its own constraints"),
-                    );
-                }
-            }
-        }
-        let checks = FieldChecks {
-            minimum: attrs.minimum.get().copied(),
-            text: str_checks(cx, attrs.min_length.get().copied(), attrs.pattern.get()),
-        };
-        heads.push(Entry::Field(Field { member: ident, key, ty: &field.ty, value_ty, presence, checks }));
+        let checks = build_checks(cx, &attrs.checks);
+        check_applicable(cx, value_ty, &checks, &attrs.checks);
+        heads.push(Entry::Field(Field { member: ident, key, value_ty, presence, checks }));
     }
     // Place each `after` literal right behind its key (chains allowed), keeping declared order.
     let mut entries = Vec::with_capacity(heads.len() + trailing.len());
@@ -397,33 +578,52 @@ fn place_after<'a>(key: &str, trailing: &[(Literal, LitStr)], placed: &mut [bool
 
 fn build_union<'a>(cx: &Ctxt, data: &'a syn::DataEnum) -> Union<'a> {
     let mut variants = Vec::new();
+    let mut unit_values: Vec<LitValue> = Vec::new();
     for variant in &data.variants {
-        attr::reject_variant_attrs(cx, &variant.attrs);
         if let Some((eq, expr)) = &variant.discriminant {
             cx.error_spanned_by(quote::quote!(#eq #expr), "enum variants deriving Codec take no discriminant");
         }
         match &variant.fields {
             Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
+                attr::reject_variant_attrs(cx, &variant.attrs);
                 let ty = &fields.unnamed[0].ty;
                 attr::reject_variant_attrs(cx, &fields.unnamed[0].attrs);
                 check_type(cx, ty);
-                variants.push(Variant { ident: &variant.ident, ty, unique_type: true });
+                variants.push(Variant { ident: &variant.ident, kind: VariantKind::Wrap(ty), unique_type: true });
+            }
+            Fields::Unit => {
+                if let Some(value) = attr::unit_variant_value(cx, variant) {
+                    if unit_values.contains(&value) {
+                        cx.error_spanned_by(&variant.ident, format!("the value {} is used twice", value.to_json()));
+                    }
+                    unit_values.push(value.clone());
+                    variants.push(Variant { ident: &variant.ident, kind: VariantKind::Unit(value), unique_type: false });
+                }
             }
             _ => cx.error_spanned_by(
                 variant,
-                "each variant must be a one-field tuple variant `Name(Type)` whose type is map-shaped",
+                "each variant must be a one-field tuple variant `Name(Type)` or a unit variant with \
+                 `#[codec(value = ...)]`",
             ),
         }
     }
-    let names: Vec<String> = variants.iter().map(|v| v.ty.to_token_stream().to_string()).collect();
+    let names: Vec<Option<String>> = variants
+        .iter()
+        .map(|v| match v.kind {
+            VariantKind::Wrap(ty) => Some(ty.to_token_stream().to_string()),
+            VariantKind::Unit(_) => None,
+        })
+        .collect();
     for (i, variant) in variants.iter_mut().enumerate() {
-        variant.unique_type = names.iter().filter(|n| **n == names[i]).count() == 1;
+        if names[i].is_some() {
+            variant.unique_type = names.iter().filter(|n| **n == names[i]).count() == 1;
+        }
     }
-    Union { variants }
+    Union { dispatch: Dispatch::ByType, variants }
 }
 
 /// `T` when `ty` is `Option<T>` (also spelled `std::option::Option<T>` or `core::...`).
-fn option_inner(ty: &Type) -> Option<&Type> {
+pub fn option_inner(ty: &Type) -> Option<&Type> {
     let Type::Path(path) = ungroup(ty) else { return None };
     if path.qself.is_some() {
         return None;
@@ -442,14 +642,27 @@ fn option_inner(ty: &Type) -> Option<&Type> {
     if !prefix_ok || last.ident != "Option" {
         return None;
     }
-    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    single_argument(&last.arguments)
+}
+
+/// `T` when `ty` is `<name><T>` by its last path segment (`Vec<T>`, `Box<T>`, `Record<T>`).
+pub fn container_inner<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+    let Type::Path(path) = ungroup(ty) else { return None };
+    let last = path.path.segments.last()?;
+    if path.qself.is_some() || last.ident != name {
+        return None;
+    }
+    single_argument(&last.arguments)
+}
+
+fn single_argument(arguments: &PathArguments) -> Option<&Type> {
+    let PathArguments::AngleBracketed(args) = arguments else { return None };
     match args.args.iter().collect::<Vec<_>>().as_slice() {
         [GenericArgument::Type(inner)] => Some(inner),
         _ => None,
     }
 }
 
-/// Whether `ty` is a plain path whose last segment is `name` with no generic arguments.
 /// `Some(Some(n))` for `ArrayString<n>` with an integer literal `n`, `Some(None)` for any other
 /// `ArrayString<..>`, `None` for other types.
 fn array_string_capacity(ty: &Type) -> Option<Option<usize>> {
@@ -494,19 +707,17 @@ fn check_type(cx: &Ctxt, ty: &Type) {
             Some("references are not supported: a decoded message owns its data, use an owned type such as `String`")
         }
         Type::Ptr(_) => Some("raw pointers are not supported"),
-        Type::Tuple(t) if t.elems.is_empty() => {
-            Some("`()` is not supported: use `Payload` for a value that may be null")
-        }
+        Type::Tuple(t) if t.elems.is_empty() => Some("`()` is not supported: use `Null` for a value that is null"),
         Type::Tuple(_) => Some("tuples are not supported: use a struct with named fields (a map)"),
-        Type::Array(_) | Type::Slice(_) => Some("arrays and slices are not supported: use `Payload` for opaque JSON"),
+        Type::Array(_) | Type::Slice(_) => Some("fixed arrays and slices are not supported: use `Vec<T>`"),
         Type::BareFn(_) | Type::TraitObject(_) | Type::ImplTrait(_) | Type::Never(_) | Type::Infer(_) => {
             Some("this type cannot be decoded: use a type implementing the codec traits")
         }
         Type::Path(path) if path.qself.is_none() => {
             let last = path.path.segments.last();
             match last {
-                Some(s) if path.path.segments.len() == 1 && (s.ident == "f32") => {
-                    Some("`f32` is not supported: JSON numbers are float64 values; use `Integer` for integers")
+                Some(s) if path.path.segments.len() == 1 && (s.ident == "f32" || s.ident == "f64") => {
+                    Some("JSON numbers are `Number` (any) or `Integer` (integral) values")
                 }
                 Some(s) if path.path.segments.len() == 1 && (s.ident == "str" || s.ident == "char") => {
                     Some("use `String` for text")
@@ -514,9 +725,8 @@ fn check_type(cx: &Ctxt, ty: &Type) {
                 Some(s) if s.ident == "Vec" && is_vec_of_u8(&s.arguments) => Some(
                     "byte strings are never valid inside a message (PROTOCOL.md section 2); use `String` or `Payload`",
                 ),
-                Some(s) if s.ident == "Option" => {
-                    // `Option<T>`: check `T`.
-                    if let Some(inner) = option_inner(ty) {
+                Some(s) if s.ident == "Option" || s.ident == "Vec" || s.ident == "Box" || s.ident == "Record" => {
+                    if let Some(inner) = single_argument(&s.arguments) {
                         check_type(cx, inner);
                     }
                     None
@@ -532,9 +742,5 @@ fn check_type(cx: &Ctxt, ty: &Type) {
 }
 
 fn is_vec_of_u8(args: &PathArguments) -> bool {
-    let PathArguments::AngleBracketed(args) = args else { return false };
-    match args.args.iter().collect::<Vec<_>>().as_slice() {
-        [GenericArgument::Type(inner)] => is_named(inner, "u8"),
-        _ => false,
-    }
+    single_argument(args).is_some_and(|inner| is_named(inner, "u8"))
 }

@@ -97,15 +97,30 @@ impl<T> Attr<T> {
     }
 }
 
-/// A literal value as written in `literal(value = ...)`.
-#[derive(Clone)]
+/// A literal value as written in `literal(value = ...)` or a unit variant's `value = ...`.
+#[derive(Clone, Debug, PartialEq)]
 pub enum LitValue {
     /// A string literal.
     Text(String),
     /// `true` or `false`.
     Bool(bool),
-    /// A (possibly negative) integer literal within the safe range.
-    Integer(i64),
+    /// A number literal (integer or float), finite, within +-(2^53 - 1) when integral.
+    Number(f64),
+    /// `null` (unit variants only).
+    Null,
+}
+
+impl LitValue {
+    /// The literal as JSON text, for messages and docs.
+    pub fn to_json(&self) -> String {
+        match self {
+            LitValue::Text(t) => format!("{t:?}"),
+            LitValue::Bool(b) => b.to_string(),
+            LitValue::Number(n) if n.fract() == 0.0 => format!("{}", *n as i64),
+            LitValue::Number(n) => n.to_string(),
+            LitValue::Null => "null".to_owned(),
+        }
+    }
 }
 
 /// One `literal(key = "...", value = ..., after = "...")` entry, fields still unchecked.
@@ -122,20 +137,116 @@ pub struct LiteralAttr {
     pub after: Option<LitStr>,
 }
 
+/// The value constraints a field or a newtype may carry, as written (the checks grammar).
+pub struct CheckAttrs {
+    /// `min_length = N` (strings).
+    pub min_length: Attr<u64>,
+    /// `max_length = N` (strings).
+    pub max_length: Attr<u64>,
+    /// `pattern = "..."` (strings).
+    pub pattern: Attr<LitStr>,
+    /// `minimum = N` (numbers).
+    pub minimum: Attr<f64>,
+    /// `maximum = N` (numbers).
+    pub maximum: Attr<f64>,
+    /// `exclusive_minimum = N` (numbers).
+    pub exclusive_minimum: Attr<f64>,
+    /// `exclusive_maximum = N` (numbers).
+    pub exclusive_maximum: Attr<f64>,
+    /// `min_items = N` (arrays).
+    pub min_items: Attr<u64>,
+    /// `max_items = N` (arrays).
+    pub max_items: Attr<u64>,
+    /// `items(...)`: checks of every array element.
+    pub items: Attr<Box<CheckAttrs>>,
+    /// `values(...)`: checks of every record value.
+    pub values: Attr<Box<CheckAttrs>>,
+    /// `keys(...)`: checks of every record key (string checks only).
+    pub keys: Attr<Box<CheckAttrs>>,
+}
+
+/// The names of the checks grammar, for "expected one of" messages.
+const CHECK_NAMES: &str = "`min_length`, `max_length`, `pattern`, `minimum`, `maximum`, `exclusive_minimum`, \
+                           `exclusive_maximum`, `min_items`, `max_items`, `items(..)`, `values(..)`, `keys(..)`";
+
+impl CheckAttrs {
+    fn new() -> Self {
+        CheckAttrs {
+            min_length: Attr::none("min_length"),
+            max_length: Attr::none("max_length"),
+            pattern: Attr::none("pattern"),
+            minimum: Attr::none("minimum"),
+            maximum: Attr::none("maximum"),
+            exclusive_minimum: Attr::none("exclusive_minimum"),
+            exclusive_maximum: Attr::none("exclusive_maximum"),
+            min_items: Attr::none("min_items"),
+            max_items: Attr::none("max_items"),
+            items: Attr::none("items"),
+            values: Attr::none("values"),
+            keys: Attr::none("keys"),
+        }
+    }
+
+    /// Reads `meta` if it is a check; `Ok(false)` when the name is not part of the grammar.
+    fn parse(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+        let span = path_span(meta);
+        let Some(ident) = meta.path.get_ident() else { return Ok(false) };
+        match ident.to_string().as_str() {
+            "min_length" => set_length(cx, meta, span, &mut self.min_length)?,
+            "max_length" => set_length(cx, meta, span, &mut self.max_length)?,
+            "min_items" => set_length(cx, meta, span, &mut self.min_items)?,
+            "max_items" => set_length(cx, meta, span, &mut self.max_items)?,
+            "pattern" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                self.pattern.set(cx, span, lit);
+            }
+            "minimum" => set_bound(cx, meta, span, &mut self.minimum)?,
+            "maximum" => set_bound(cx, meta, span, &mut self.maximum)?,
+            "exclusive_minimum" => set_bound(cx, meta, span, &mut self.exclusive_minimum)?,
+            "exclusive_maximum" => set_bound(cx, meta, span, &mut self.exclusive_maximum)?,
+            "items" => self.items.set(cx, span, Box::new(CheckAttrs::nested(cx, meta)?)),
+            "values" => self.values.set(cx, span, Box::new(CheckAttrs::nested(cx, meta)?)),
+            "keys" => self.keys.set(cx, span, Box::new(CheckAttrs::nested(cx, meta)?)),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `items(...)`, `values(...)`, `keys(...)`: a parenthesised list of checks.
+    fn nested(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<CheckAttrs> {
+        let mut inner = CheckAttrs::new();
+        if !meta.input.peek(syn::token::Paren) {
+            let name = meta.path.to_token_stream().to_string();
+            cx.error_spanned_by(&meta.path, format!("`{name}` takes a list of checks: `{name}(min_length = 1)`"));
+            skip_value(meta)?;
+            return Ok(inner);
+        }
+        meta.parse_nested_meta(|nested| {
+            if !inner.parse(cx, &nested)? {
+                unknown(cx, &nested, &format!("expected one of {CHECK_NAMES}"))?;
+            }
+            Ok(())
+        })?;
+        Ok(inner)
+    }
+}
+
 /// Every attribute that may appear on the deriving type, as written.
 pub struct ContainerAttrs {
     /// `crate = "path"`: where the runtime lives.
     pub krate: Attr<syn::Path>,
-    /// `tag = "key"`: a tagged enum.
+    /// `tag = "key"`: a union told apart by one literal key.
     pub tag: Attr<LitStr>,
-    /// `key_set`: an enum chosen by the keys of the map.
+    /// `tags("a", "b")`: a union told apart by several literal keys together.
+    pub tags: Attr<Vec<LitStr>>,
+    /// `key_set`: a union chosen by the keys of the map.
     pub key_set: Attr<()>,
+    /// `json`: emit the JSON view (serde impls in wire shape, `to_json`, `from_json`).
+    pub json: Attr<()>,
     /// `literal(...)` entries, in declared order.
     pub literals: Vec<LiteralAttr>,
-    /// `pattern = "..."` on a string newtype.
-    pub pattern: Attr<LitStr>,
-    /// `min_length = N` on a string newtype.
-    pub min_length: Attr<u64>,
+    /// Value checks of a newtype.
+    pub checks: CheckAttrs,
 }
 
 impl ContainerAttrs {
@@ -144,10 +255,11 @@ impl ContainerAttrs {
         let mut out = ContainerAttrs {
             krate: Attr::none("crate"),
             tag: Attr::none("tag"),
+            tags: Attr::none("tags"),
             key_set: Attr::none("key_set"),
+            json: Attr::none("json"),
             literals: Vec::new(),
-            pattern: Attr::none("pattern"),
-            min_length: Attr::none("min_length"),
+            checks: CheckAttrs::new(),
         };
         for attr in codec_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
@@ -161,23 +273,22 @@ impl ContainerAttrs {
                 } else if meta.path.is_ident("tag") {
                     let lit: LitStr = meta.value()?.parse()?;
                     out.tag.set(cx, span, lit);
+                } else if meta.path.is_ident("tags") {
+                    let keys = parse_key_list(cx, &meta)?;
+                    out.tags.set(cx, span, keys);
                 } else if meta.path.is_ident("key_set") {
                     flag(cx, &meta)?;
                     out.key_set.set(cx, span, ());
+                } else if meta.path.is_ident("json") {
+                    flag(cx, &meta)?;
+                    out.json.set(cx, span, ());
                 } else if meta.path.is_ident("literal") {
                     out.literals.push(parse_literal(cx, &meta)?);
-                } else if meta.path.is_ident("pattern") {
-                    let lit: LitStr = meta.value()?.parse()?;
-                    out.pattern.set(cx, span, lit);
-                } else if meta.path.is_ident("min_length") {
-                    if let Some(n) = parse_length(cx, &meta)? {
-                        out.min_length.set(cx, span, n);
-                    }
-                } else {
+                } else if !out.checks.parse(cx, &meta)? {
                     unknown(
                         cx,
                         &meta,
-                        "expected one of `tag`, `key_set`, `literal`, `pattern`, `min_length`, `crate`",
+                        &format!("expected one of `tag`, `tags`, `key_set`, `literal`, `json`, `crate`, {CHECK_NAMES}"),
                     )?;
                 }
                 Ok(())
@@ -194,26 +305,16 @@ impl ContainerAttrs {
 pub struct FieldAttrs {
     /// `rename = "wireKey"`.
     pub rename: Attr<LitStr>,
-    /// `nullable`: the key is required and `null` stands for `None`.
+    /// `nullable`: `null` stands for `None`.
     pub nullable: Attr<()>,
-    /// `minimum = N` on an `Integer` field.
-    pub minimum: Attr<i64>,
-    /// `min_length = N` on a `String` field.
-    pub min_length: Attr<u64>,
-    /// `pattern = "..."` on a `String` field.
-    pub pattern: Attr<LitStr>,
+    /// Value checks.
+    pub checks: CheckAttrs,
 }
 
 impl FieldAttrs {
     /// Reads every `#[codec(...)]` attribute of a field.
     pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
-        let mut out = FieldAttrs {
-            rename: Attr::none("rename"),
-            nullable: Attr::none("nullable"),
-            minimum: Attr::none("minimum"),
-            min_length: Attr::none("min_length"),
-            pattern: Attr::none("pattern"),
-        };
+        let mut out = FieldAttrs { rename: Attr::none("rename"), nullable: Attr::none("nullable"), checks: CheckAttrs::new() };
         for attr in codec_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let span = path_span(&meta);
@@ -223,21 +324,8 @@ impl FieldAttrs {
                 } else if meta.path.is_ident("nullable") {
                     flag(cx, &meta)?;
                     out.nullable.set(cx, span, ());
-                } else if meta.path.is_ident("minimum") {
-                    let expr: Expr = meta.value()?.parse()?;
-                    match safe_integer(&expr) {
-                        Ok(n) => out.minimum.set(cx, span, n),
-                        Err(msg) => cx.error_spanned_by(&expr, format!("`minimum` {msg}")),
-                    }
-                } else if meta.path.is_ident("min_length") {
-                    if let Some(n) = parse_length(cx, &meta)? {
-                        out.min_length.set(cx, span, n);
-                    }
-                } else if meta.path.is_ident("pattern") {
-                    let lit: LitStr = meta.value()?.parse()?;
-                    out.pattern.set(cx, span, lit);
-                } else {
-                    unknown(cx, &meta, "expected one of `rename`, `nullable`, `minimum`, `min_length`, `pattern`")?;
+                } else if !out.checks.parse(cx, &meta)? {
+                    unknown(cx, &meta, &format!("expected one of `rename`, `nullable`, {CHECK_NAMES}"))?;
                 }
                 Ok(())
             });
@@ -249,22 +337,55 @@ impl FieldAttrs {
     }
 }
 
-/// Reports every `#[codec(...)]` attribute on an enum variant: variants take none.
+/// Reads the `#[codec(value = ...)]` of a unit variant; `None` (after an error) when absent.
+pub fn unit_variant_value(cx: &Ctxt, variant: &syn::Variant) -> Option<LitValue> {
+    let mut value: Attr<LitValue> = Attr::none("value");
+    for attr in codec_attrs(&variant.attrs) {
+        let result = attr.parse_nested_meta(|meta| {
+            let span = path_span(&meta);
+            if meta.path.is_ident("value") {
+                let expr: Expr = meta.value()?.parse()?;
+                match literal_value(&expr, true) {
+                    Some(v) => value.set(cx, span, v),
+                    None => cx.error_spanned_by(
+                        &expr,
+                        "a unit variant's value is a string, `true`, `false`, `null` or a number within +-(2^53 - 1)",
+                    ),
+                }
+            } else {
+                unknown(cx, &meta, "a unit variant takes only `value = ...`")?;
+            }
+            Ok(())
+        });
+        if let Err(err) = result {
+            cx.syn_error(err);
+        }
+    }
+    if value.get().is_none() && !cx.has_errors() {
+        cx.error_spanned_by(
+            &variant.ident,
+            "a unit variant needs its wire value: `#[codec(value = \"name\")]` (or `null`, `true`, a number)",
+        );
+    }
+    value.value.map(|(_, v)| v)
+}
+
+/// Reports every `#[codec(...)]` attribute on a tuple variant: they take none.
 pub fn reject_variant_attrs(cx: &Ctxt, attrs: &[Attribute]) {
     for attr in codec_attrs(attrs) {
         cx.error_spanned_by(
             attr,
-            "enum variants take no codec attributes: the variant's type decides how it is matched",
+            "tuple variants take no codec attributes: the variant's type decides how it is matched",
         );
     }
 }
 
-/// Reports every `#[codec(...)]` attribute on the field of a string newtype.
+/// Reports every `#[codec(...)]` attribute on the field of a newtype.
 pub fn reject_newtype_field_attrs(cx: &Ctxt, attrs: &[Attribute]) {
     for attr in codec_attrs(attrs) {
         cx.error_spanned_by(
             attr,
-            "put the constraints of a string newtype on the type: `#[codec(pattern = \"...\")] struct X(String);`",
+            "put the constraints of a newtype on the type: `#[codec(pattern = \"...\")] struct X(String);`",
         );
     }
 }
@@ -304,34 +425,77 @@ fn flag(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-fn parse_length(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<u64>> {
+/// `name = N` with a non-negative integer below 2^32.
+fn set_length(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span, slot: &mut Attr<u64>) -> syn::Result<()> {
     let expr: Expr = meta.value()?.parse()?;
     let parsed = match &expr {
         Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => int.base10_parse::<u32>().ok(),
         _ => None,
     };
-    if parsed.is_none() {
-        cx.error_spanned_by(&expr, "`min_length` must be a non-negative integer below 2^32");
+    match parsed {
+        Some(n) => slot.set(cx, span, u64::from(n)),
+        None => cx.error_spanned_by(&expr, format!("`{}` must be a non-negative integer below 2^32", slot.name())),
     }
-    Ok(parsed.map(u64::from))
+    Ok(())
 }
 
-/// Reads an integer literal, possibly negated, within +-(2^53 - 1).
-fn safe_integer(expr: &Expr) -> Result<i64, &'static str> {
-    let (negative, lit) = match expr {
-        Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => (false, int),
-        Expr::Unary(ExprUnary { op: UnOp::Neg(_), expr, .. }) => match &**expr {
-            Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => (true, int),
-            _ => return Err("must be an integer literal"),
-        },
-        _ => return Err("must be an integer literal"),
-    };
-    let magnitude: i128 = lit.base10_parse().map_err(|_| "must be an integer literal")?;
-    if magnitude > MAX_SAFE_INTEGER {
-        return Err("must lie within +-(2^53 - 1), the integers JSON carries exactly");
+/// `name = N` with a number literal (integer or float, possibly negated).
+fn set_bound(cx: &Ctxt, meta: &ParseNestedMeta<'_>, span: Span, slot: &mut Attr<f64>) -> syn::Result<()> {
+    let expr: Expr = meta.value()?.parse()?;
+    match number_literal(&expr) {
+        Ok(n) => slot.set(cx, span, n),
+        Err(msg) => cx.error_spanned_by(&expr, format!("`{}` {msg}", slot.name())),
     }
-    let value = if negative { -magnitude } else { magnitude };
-    i64::try_from(value).map_err(|_| "is out of range")
+    Ok(())
+}
+
+/// `tags("a", "b")`: a non-empty list of key strings.
+fn parse_key_list(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Vec<LitStr>> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let keys = content.parse_terminated(|input| input.parse::<LitStr>(), Token![,])?;
+    let keys: Vec<LitStr> = keys.into_iter().collect();
+    if keys.is_empty() {
+        cx.error_spanned_by(&meta.path, "`tags` needs at least one key: `tags(\"role\", \"status\")`");
+    }
+    Ok(keys)
+}
+
+/// Reads a number literal, possibly negated: finite, and within +-(2^53 - 1) when integral.
+fn number_literal(expr: &Expr) -> Result<f64, &'static str> {
+    let (negative, lit) = match expr {
+        Expr::Lit(ExprLit { lit, .. }) => (false, lit),
+        Expr::Unary(ExprUnary { op: UnOp::Neg(_), expr, .. }) => match &**expr {
+            Expr::Lit(ExprLit { lit, .. }) => (true, lit),
+            _ => return Err("must be a number literal"),
+        },
+        _ => return Err("must be a number literal"),
+    };
+    let magnitude: f64 = match lit {
+        Lit::Int(int) => {
+            let n: i128 = int.base10_parse().map_err(|_| "must be a number literal")?;
+            if n > MAX_SAFE_INTEGER {
+                return Err("must lie within +-(2^53 - 1), the integers JSON carries exactly");
+            }
+            n as f64
+        }
+        Lit::Float(float) => float.base10_parse().map_err(|_| "must be a number literal")?,
+        _ => return Err("must be a number literal"),
+    };
+    if !magnitude.is_finite() || (magnitude.fract() == 0.0 && magnitude > MAX_SAFE_INTEGER as f64) {
+        return Err("must be finite, and within +-(2^53 - 1) when integral");
+    }
+    Ok(if negative { -magnitude } else { magnitude })
+}
+
+/// A literal value: a string, `true`, `false`, a number, or (when `allow_null`) `null`.
+fn literal_value(expr: &Expr, allow_null: bool) -> Option<LitValue> {
+    match expr {
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(LitValue::Text(s.value())),
+        Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(LitValue::Bool(b.value)),
+        Expr::Path(path) if allow_null && path.path.is_ident("null") => Some(LitValue::Null),
+        _ => number_literal(expr).ok().map(LitValue::Number),
+    }
 }
 
 fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAttr> {
@@ -357,19 +521,11 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
                 cx.error_at(span, "duplicate `value` in `literal`");
             }
             out.value_written = true;
-            let value = match &expr {
-                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(LitValue::Text(s.value())),
-                Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(LitValue::Bool(b.value)),
-                _ => match safe_integer(&expr) {
-                    Ok(n) => Some(LitValue::Integer(n)),
-                    Err(_) => None,
-                },
-            };
-            match value {
+            match literal_value(&expr, false) {
                 Some(value) => out.value = Some(value),
                 None => cx.error_spanned_by(
                     &expr,
-                    "a literal value is a string, `true`, `false` or an integer within +-(2^53 - 1)",
+                    "a literal value is a string, `true`, `false` or a number within +-(2^53 - 1)",
                 ),
             }
         } else if inner.path.is_ident("after") {

@@ -1,32 +1,150 @@
-//! Emission of constraint checks: `min_length`, `pattern` (compiled at expansion time into
-//! straight-line byte comparisons) and `minimum`.
+//! Emission of value checks (string lengths, patterns, numeric bounds, array sizes, and the
+//! same for array elements and record entries), as statements returning the first `Schema`
+//! error with its field path.
 //!
-//! The same checks run when decoding (a decoded value is always valid) and in `Validate`.
+//! Patterns of the fixed-length subset are compiled at expansion time into straight-line byte
+//! comparisons; any other pattern is compiled once, on first use, by the runtime's ECMAScript
+//! engine. The same checks run when decoding (a decoded value is always valid) and in
+//! `Validate`. Checks look through `Option` (nothing to check in `None`) and `Box`, and follow
+//! the declared type into `Vec<T>` elements and `Record<T>` entries.
 
 use proc_macro2::{Literal, TokenStream};
-use quote::quote;
+use quote::{format_ident, quote};
+use syn::Type;
 
 use pi_protocol_runtime::pattern::{Pattern, WordWindow};
 
-use crate::ast::{FieldChecks, StrChecks};
+use crate::ast::{container_inner, option_inner, Checks};
 
-/// A `bool` expression: whether the `&str` expression `value` has at least `min` characters.
-///
-/// Characters are Unicode scalar values; the byte length bounds the count from both sides
-/// (`chars <= bytes <= 4 * chars`), so most strings are decided without counting.
-pub fn min_length_ok(value: &TokenStream, min: u64) -> TokenStream {
-    match min {
-        0 => quote!(true),
-        1 => quote!(!#value.is_empty()),
-        _ => {
-            let min_lit = Literal::u64_unsuffixed(min);
-            let sure = Literal::u64_unsuffixed(min.saturating_mul(4));
-            quote! {
-                {
-                    let __len = #value.len() as u64;
-                    __len >= #min_lit && (__len >= #sure || #value.chars().count() as u64 >= #min_lit)
-                }
+/// Statements checking `checks` on `value`, an expression of type `&T` where `T` is `ty`;
+/// each failure returns `Err(ProtocolError)` with `path` appended (a chain of `.at(..)` calls,
+/// innermost first). `depth` keeps the bindings of nested loops apart.
+pub fn statements(
+    krate: &syn::Path,
+    value: &TokenStream,
+    ty: &Type,
+    checks: &Checks,
+    path: &TokenStream,
+    depth: usize,
+) -> TokenStream {
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    let fail = |rule: TokenStream| {
+        quote! {
+            return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::#rule) #path);
+        }
+    };
+    if let Some(inner) = option_inner(ty) {
+        let bound = format_ident!("__some{}", depth);
+        let body = statements(krate, &quote!(#bound), inner, checks, path, depth + 1);
+        return quote! {
+            if let ::core::option::Option::Some(#bound) = #value {
+                #body
             }
+        };
+    }
+    if let Some(inner) = container_inner(ty, "Box") {
+        return statements(krate, &quote!(&**#value), inner, checks, path, depth);
+    }
+    let mut out = TokenStream::new();
+    if checks.has_text() {
+        let text = format_ident!("__text{}", depth);
+        out.extend(quote!(let #text: &str = ::core::convert::AsRef::<str>::as_ref(#value);));
+        if let Some(min) = checks.min_length {
+            let min = Literal::u64_unsuffixed(min);
+            let error = fail(quote!(MinLength { min: #min }));
+            out.extend(quote!(if !#krate::checks::has_min_length(#text, #min) { #error }));
+        }
+        if let Some(max) = checks.max_length {
+            let max = Literal::u64_unsuffixed(max);
+            let error = fail(quote!(MaxLength { max: #max }));
+            out.extend(quote!(if !#krate::checks::has_max_length(#text, #max) { #error }));
+        }
+        if let Some((compiled, source)) = &checks.pattern {
+            let ok = match compiled {
+                Some(pattern) => pattern_ok(krate, &quote!(#text), pattern),
+                None => regex_ok(krate, &quote!(#text), source),
+            };
+            let error = fail(quote!(Pattern));
+            out.extend(quote!(if !(#ok) { #error }));
+        }
+    }
+    if checks.has_number() {
+        let number = format_ident!("__number{}", depth);
+        out.extend(quote!(let #number: f64 = #krate::checks::NumericValue::numeric_value(#value);));
+        // `!(a >= b)` rather than `a < b`: the same for finite values, and explicit about intent.
+        let bounds = [
+            (checks.minimum, quote!(>=), quote!(Minimum), quote!(min)),
+            (checks.maximum, quote!(<=), quote!(Maximum), quote!(max)),
+            (checks.exclusive_minimum, quote!(>), quote!(ExclusiveMinimum), quote!(min)),
+            (checks.exclusive_maximum, quote!(<), quote!(ExclusiveMaximum), quote!(max)),
+        ];
+        for (bound, op, rule, field) in bounds {
+            if let Some(bound) = bound {
+                let bound = Literal::f64_unsuffixed(bound);
+                let error = fail(quote!(#rule { #field: #krate::checks::bound(#bound) }));
+                out.extend(quote!(if !(#number #op #bound) { #error }));
+            }
+        }
+    }
+    if checks.has_items() {
+        if let Some(min) = checks.min_items {
+            let min_lit = Literal::u64_unsuffixed(min);
+            let error = fail(quote!(MinItems { min: #min_lit }));
+            out.extend(quote!(if (#value.len() as u64) < #min_lit { #error }));
+        }
+        if let Some(max) = checks.max_items {
+            let max_lit = Literal::u64_unsuffixed(max);
+            let error = fail(quote!(MaxItems { max: #max_lit }));
+            out.extend(quote!(if (#value.len() as u64) > #max_lit { #error }));
+        }
+        if let (Some(items), Some(element)) = (&checks.items, container_inner(ty, "Vec")) {
+            let index = format_ident!("__index{}", depth);
+            let item = format_ident!("__item{}", depth);
+            let inner_path = quote!(.at_index(#index as u64) #path);
+            let body = statements(krate, &quote!(#item), element, items, &inner_path, depth + 1);
+            if !body.is_empty() {
+                out.extend(quote!(for (#index, #item) in #value.iter().enumerate() { #body }));
+            }
+        }
+    }
+    if checks.has_record() {
+        let index = format_ident!("__index{}", depth);
+        let key = format_ident!("__key{}", depth);
+        let entry = format_ident!("__entry{}", depth);
+        let inner_path = quote!(.at_entry(#index as u64) #path);
+        let key_checks = checks.keys.as_ref().map(|keys| {
+            let string: Type = syn::parse_quote!(str);
+            statements(krate, &quote!(#key), &string, keys, &inner_path, depth + 1)
+        });
+        let value_checks = match (&checks.values, container_inner(ty, "Record")) {
+            (Some(values), Some(element)) => statements(krate, &quote!(#entry), element, values, &inner_path, depth + 1),
+            _ => TokenStream::new(),
+        };
+        out.extend(quote! {
+            for (#index, (#key, #entry)) in #value.iter().enumerate() {
+                let _ = (#key, #entry);
+                #key_checks
+                #value_checks
+            }
+        });
+    }
+    out
+}
+
+/// A `bool` expression: whether the `&str` expression `value` matches the ECMAScript pattern
+/// `source`, compiled once per program on first use.
+fn regex_ok(krate: &syn::Path, value: &TokenStream, source: &str) -> TokenStream {
+    quote! {
+        {
+            static __PATTERN: ::std::sync::OnceLock<::core::option::Option<#krate::pattern::Regex>> =
+                ::std::sync::OnceLock::new();
+            // Checked to compile when the type was derived; `None` would refuse every string.
+            __PATTERN
+                .get_or_init(|| #krate::pattern::Regex::new(#source).ok())
+                .as_ref()
+                .is_some_and(|__regex| __regex.is_match(#value))
         }
     }
 }
@@ -124,75 +242,3 @@ fn byte_tests(pattern: &Pattern) -> (Vec<TokenStream>, Vec<TokenStream>) {
     (tables, tests)
 }
 
-/// A `bool` expression: whether the `&str` expression `value` satisfies every text check.
-pub fn text_ok(krate: &syn::Path, value: &TokenStream, checks: &StrChecks) -> TokenStream {
-    let mut parts = Vec::new();
-    if let Some(min) = checks.min_length {
-        parts.push(min_length_ok(value, min));
-    }
-    if let Some((pattern, _)) = &checks.pattern {
-        parts.push(pattern_ok(krate, value, pattern));
-    }
-    if parts.is_empty() {
-        quote!(true)
-    } else {
-        quote!(#((#parts))&&*)
-    }
-}
-
-/// Statements returning a Schema error (with `.at(key)` when a key is given) as soon as the
-/// `&str` expression `value` breaks a text check.
-pub fn text_statements(krate: &syn::Path, value: &TokenStream, checks: &StrChecks, key: Option<&str>) -> TokenStream {
-    let at = at(key);
-    let mut out = TokenStream::new();
-    if let Some(min) = checks.min_length {
-        let ok = min_length_ok(value, min);
-        let min_lit = Literal::u64_unsuffixed(min);
-        out.extend(quote! {
-            if !(#ok) {
-                return ::core::result::Result::Err(
-                    #krate::ProtocolError::schema(#krate::Rule::MinLength { min: #min_lit })#at
-                );
-            }
-        });
-    }
-    if let Some((pattern, _)) = &checks.pattern {
-        let ok = pattern_ok(krate, value, pattern);
-        out.extend(quote! {
-            if !(#ok) {
-                return ::core::result::Result::Err(#krate::ProtocolError::schema(#krate::Rule::Pattern)#at);
-            }
-        });
-    }
-    out
-}
-
-/// Statements checking the field-level constraints of a field whose value (not the
-/// `Option`) is the expression `value`, returning the error at `key`.
-pub fn field_statements(krate: &syn::Path, value: &TokenStream, checks: &FieldChecks, key: &str) -> TokenStream {
-    let mut out = TokenStream::new();
-    if let Some(min) = checks.minimum {
-        // An `Integer` may hold -0.0, which compares equal to 0: `-0.0 >= 0.0` holds, as in JSON Schema.
-        #[allow(clippy::cast_precision_loss)] // `min` is within +-(2^53 - 1): exact in f64.
-        let min_f64 = Literal::f64_unsuffixed(min as f64);
-        let min_i64 = Literal::i64_unsuffixed(min);
-        let at = at(Some(key));
-        out.extend(quote! {
-            if !((#value).value() >= #min_f64) {
-                return ::core::result::Result::Err(
-                    #krate::ProtocolError::schema(#krate::Rule::Minimum { min: #min_i64 })#at
-                );
-            }
-        });
-    }
-    let text = quote!(::core::convert::AsRef::<str>::as_ref(#value));
-    out.extend(text_statements(krate, &text, &checks.text, Some(key)));
-    out
-}
-
-fn at(key: Option<&str>) -> TokenStream {
-    match key {
-        Some(key) => quote!(.at(#key)),
-        None => TokenStream::new(),
-    }
-}

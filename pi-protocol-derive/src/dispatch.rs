@@ -1,51 +1,50 @@
-//! Emission of what unions dispatch on: `Tagged` and `KeySet` for structs, `Tagged` for tagged
-//! enums, and `From<Variant>` for both enum kinds.
+//! Emission of what unions dispatch on: `Tagged` and `KeySet` for structs, `Tagged` for enums
+//! and newtypes, and `From<Variant>` for enums.
 
-use proc_macro2::{Literal, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::{Container, Struct, Union};
-use crate::attr::LitValue;
+use crate::decode::literal_test;
 
 /// `impl Tagged` for a struct: it accepts exactly its literal keys with their values.
 pub fn struct_tagged(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
-    let arms: Vec<TokenStream> = data
-        .literals()
-        .map(|literal| {
-            let key = literal.key.as_str();
-            let test = match &literal.value {
-                LitValue::Text(text) => quote!(__value.is_text(#text)),
-                LitValue::Bool(b) => quote!(__value.is_bool(#b)),
-                LitValue::Integer(n) => {
-                    #[allow(clippy::cast_precision_loss)] // within +-(2^53 - 1): exact.
-                    let n = Literal::f64_unsuffixed(*n as f64);
-                    quote!(__value.is_number(#n))
-                }
-            };
-            quote!(#key => #test,)
-        })
-        .collect();
-    let body = if arms.is_empty() {
+    let literals: Vec<(&str, TokenStream)> =
+        data.literals().map(|literal| (literal.key.as_str(), literal_test(krate, &literal.value))).collect();
+    if literals.is_empty() {
+        return quote! {
+            #[automatically_derived]
+            impl #krate::Tagged for #ident {}
+        };
+    }
+    let arms = literals.iter().map(|(key, test)| quote!(#key => #test,));
+    // Every tag key at which this struct has a literal must hold exactly that literal.
+    let all_arms = literals.iter().map(|(key, test)| {
         quote! {
-            let _ = (__key, __value);
-            false
+            #key => match __entry {
+                ::core::option::Option::Some(__value) => #test,
+                ::core::option::Option::None => false,
+            },
         }
-    } else {
-        quote! {
-            match __key {
-                #(#arms)*
-                _ => false,
-            }
-        }
-    };
+    });
     quote! {
         #[automatically_derived]
         impl #krate::Tagged for #ident {
             fn accepts(__key: &str, __value: &#krate::Scalar<'_>) -> bool {
-                #body
+                match __key {
+                    #(#arms)*
+                    _ => false,
+                }
+            }
+
+            fn accepts_all(__values: &[(&str, ::core::option::Option<#krate::Scalar<'_>>)]) -> bool {
+                __values.iter().all(|(__key, __entry)| match *__key {
+                    #(#all_arms)*
+                    _ => true,
+                })
             }
         }
     }
@@ -66,20 +65,35 @@ pub fn struct_key_set(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     }
 }
 
-/// `impl Tagged` for a tagged enum: it accepts what any of its variants accepts, so a tagged
-/// enum can itself be the variant of an outer tagged enum (`Response` inside `ServerMessage`).
+/// `impl Tagged` for a newtype: it is never a map with literal keys.
+pub fn newtype_tagged(cont: &Container<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    quote! {
+        #[automatically_derived]
+        impl #krate::Tagged for #ident {}
+    }
+}
+
+/// `impl Tagged` for an enum: it accepts what any of its variants accepts, so an enum can itself
+/// be the variant of an outer tagged enum (`Response` inside `ServerMessage`).
 pub fn enum_tagged(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
-    let tests = union.variants.iter().map(|variant| {
-        let ty = variant.ty;
-        quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts(__key, __value))
-    });
+    let tests = union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts(__key, __value)));
+    let all_tests =
+        union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts_all(__values)));
     quote! {
         #[automatically_derived]
         impl #krate::Tagged for #ident {
             fn accepts(__key: &str, __value: &#krate::Scalar<'_>) -> bool {
-                #(#tests)||*
+                let _ = (__key, __value);
+                false #(|| #tests)*
+            }
+
+            fn accepts_all(__values: &[(&str, ::core::option::Option<#krate::Scalar<'_>>)]) -> bool {
+                let _ = __values;
+                false #(|| #all_tests)*
             }
         }
     }
@@ -88,8 +102,7 @@ pub fn enum_tagged(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
 /// `impl From<T> for Enum` for every variant `V(T)` whose type no other variant shares.
 pub fn enum_from(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let ident = cont.ident;
-    let impls = union.variants.iter().filter(|v| v.unique_type).map(|variant| {
-        let ty = variant.ty;
+    let impls = union.wrapped().filter(|(v, _)| v.unique_type).map(|(variant, ty)| {
         let name = variant.ident;
         let doc = format!("Wraps the value as [`{ident}::{name}`].");
         quote! {

@@ -5,23 +5,42 @@
 //! fields are omitted, `None` of a nullable field is written as `null`.
 
 use proc_macro2::{Literal, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Entry, Presence, Struct, Union};
+use crate::ast::{Container, Entry, Newtype, Presence, Struct, Union, VariantKind};
 use crate::attr::LitValue;
 
-/// `impl Encode` for a string newtype: one text string.
-pub fn newtype(cont: &Container<'_>) -> TokenStream {
+/// `impl Encode` for a newtype: its inner value (a text newtype: one text string).
+pub fn newtype(cont: &Container<'_>, newtype: &Newtype<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
+    let inner = newtype.inner;
+    let body = if newtype.text {
+        quote!(__writer.text(self.as_str());)
+    } else {
+        quote!(<#inner as #krate::Encode>::encode(&self.0, __writer);)
+    };
     quote! {
         #[automatically_derived]
         impl #krate::Encode for #ident {
             fn encode(&self, __writer: &mut #krate::Writer) {
-                __writer.text(self.as_str());
+                #body
             }
         }
+    }
+}
+
+/// Statements writing a literal value.
+pub fn write_literal(value: &LitValue) -> TokenStream {
+    match value {
+        LitValue::Text(text) => quote!(__writer.text(#text);),
+        LitValue::Bool(b) => quote!(__writer.bool(#b);),
+        LitValue::Number(n) => {
+            let n = Literal::f64_suffixed(*n);
+            quote!(__writer.number(#n);)
+        }
+        LitValue::Null => quote!(__writer.null();),
     }
 }
 
@@ -36,14 +55,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
         let key = entry.key();
         match entry {
             Entry::Literal(literal) => {
-                let value = match &literal.value {
-                    LitValue::Text(text) => quote!(__writer.text(#text);),
-                    LitValue::Bool(b) => quote!(__writer.bool(#b);),
-                    LitValue::Integer(n) => {
-                        let n = Literal::i64_suffixed(*n);
-                        quote!(__writer.integer(#n);)
-                    }
-                };
+                let value = write_literal(&literal.value);
                 writes.push(quote! {
                     __writer.text(#key);
                     #value
@@ -52,43 +64,45 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
             Entry::Field(field) => {
                 let member = field.member;
                 let value_ty = field.value_ty;
-                let encode = |value: TokenStream| quote_spanned!(value_ty.span()=> <#value_ty as #krate::Encode>::encode(#value, __writer););
+                let encode = quote_spanned!(value_ty.span()=> <#value_ty as #krate::Encode>::encode(__value, __writer););
+                if matches!(field.presence, Presence::Optional | Presence::OptionalNullable) {
+                    optional_counts.push(quote! {
+                        if self.#member.is_some() {
+                            __len += 1;
+                        }
+                    });
+                }
+                let nullable = quote! {
+                    match __nullable {
+                        ::core::option::Option::Some(__value) => {
+                            #encode
+                        }
+                        ::core::option::Option::None => __writer.null(),
+                    }
+                };
                 writes.push(match field.presence {
-                    Presence::Required => {
-                        let encode = encode(quote!(&self.#member));
-                        quote! {
+                    Presence::Required => quote! {
+                        __writer.text(#key);
+                        let __value = &self.#member;
+                        #encode
+                    },
+                    Presence::Optional => quote! {
+                        if let ::core::option::Option::Some(__value) = &self.#member {
                             __writer.text(#key);
                             #encode
                         }
-                    }
-                    Presence::Optional => {
-                        optional_counts.push(quote! {
-                            if self.#member.is_some() {
-                                __len += 1;
-                            }
-                        });
-                        let value = format_ident!("__value");
-                        let encode = encode(quote!(#value));
-                        quote! {
-                            if let ::core::option::Option::Some(#value) = &self.#member {
-                                __writer.text(#key);
-                                #encode
-                            }
-                        }
-                    }
-                    Presence::Nullable => {
-                        let value = format_ident!("__value");
-                        let encode = encode(quote!(#value));
-                        quote! {
+                    },
+                    Presence::Nullable => quote! {
+                        __writer.text(#key);
+                        let __nullable = &self.#member;
+                        #nullable
+                    },
+                    Presence::OptionalNullable => quote! {
+                        if let ::core::option::Option::Some(__nullable) = &self.#member {
                             __writer.text(#key);
-                            match &self.#member {
-                                ::core::option::Option::Some(#value) => {
-                                    #encode
-                                }
-                                ::core::option::Option::None => __writer.null(),
-                            }
+                            #nullable
                         }
-                    }
+                    },
                 });
             }
         }
@@ -113,15 +127,22 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     }
 }
 
-/// `impl Encode` for an enum of either kind: the variant's own encoding.
+/// `impl Encode` for an enum: the variant's own encoding, or a unit variant's value.
 pub fn union(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
     let arms = union.variants.iter().map(|variant| {
         let name = variant.ident;
-        let ty = variant.ty;
-        let encode = quote_spanned!(ty.span()=> <#ty as #krate::Encode>::encode(__inner, __writer));
-        quote!(#ident::#name(__inner) => #encode,)
+        match &variant.kind {
+            VariantKind::Wrap(ty) => {
+                let encode = quote_spanned!(ty.span()=> <#ty as #krate::Encode>::encode(__inner, __writer));
+                quote!(#ident::#name(__inner) => #encode,)
+            }
+            VariantKind::Unit(value) => {
+                let write = write_literal(value);
+                quote!(#ident::#name => { #write })
+            }
+        }
     });
     quote! {
         #[automatically_derived]

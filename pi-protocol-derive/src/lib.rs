@@ -84,6 +84,7 @@ mod checks;
 mod decode;
 mod dispatch;
 mod encode;
+mod json;
 mod newtype;
 mod validate;
 
@@ -92,9 +93,9 @@ use syn::{parse_macro_input, DeriveInput};
 
 use crate::ast::{Container, Shape};
 
-/// Derives `Decode`, `Encode` and `Validate` (and, by shape, `Tagged`, `KeySet`, `From` impls
-/// and the string-newtype API) for a Pi protocol envelope type. See the crate documentation
-/// for the shapes and the `#[codec(...)]` attributes.
+/// Derives `Decode`, `Encode`, `Validate` and `Tagged` (and, by shape, `KeySet`, `From` impls,
+/// the newtype API and, with `#[codec(json)]`, the JSON view) for a Pi protocol envelope type.
+/// See the crate documentation for the shapes and the `#[codec(...)]` attributes.
 #[proc_macro_derive(Codec, attributes(codec))]
 pub fn derive_codec(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -109,12 +110,13 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         // `from_ast` returns `None` only after recording an error.
         return Err(syn::Error::new_spanned(&input.ident, "cannot derive Codec"));
     };
-    let tokens = match &cont.shape {
-        Shape::Newtype(checks, storage) => {
-            let mut out = decode::newtype(&cont, storage);
-            out.extend(encode::newtype(&cont));
-            out.extend(validate::newtype(&cont));
-            out.extend(newtype::api(&cont, checks, storage));
+    let mut out = match &cont.shape {
+        Shape::Newtype(newtype) => {
+            let mut out = decode::newtype(&cont, newtype);
+            out.extend(encode::newtype(&cont, newtype));
+            out.extend(validate::newtype(&cont, newtype));
+            out.extend(dispatch::newtype_tagged(&cont));
+            out.extend(newtype::api(&cont, newtype));
             out
         }
         Shape::Struct(data) => {
@@ -125,21 +127,17 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(dispatch::struct_key_set(&cont, data));
             out
         }
-        Shape::Tagged(tag, union) => {
-            let mut out = decode::tagged(&cont, union, tag);
+        Shape::Union(union) => {
+            let mut out = decode::union(&cont, union);
             out.extend(encode::union(&cont, union));
             out.extend(validate::union(&cont, union));
             out.extend(dispatch::enum_tagged(&cont, union));
             out.extend(dispatch::enum_from(&cont, union));
             out
         }
-        Shape::KeySet(union) => {
-            let mut out = decode::key_set(&cont, union);
-            out.extend(encode::union(&cont, union));
-            out.extend(validate::union(&cont, union));
-            out.extend(dispatch::enum_from(&cont, union));
-            out
-        }
     };
-    Ok(tokens)
+    if cont.json {
+        out.extend(json::view(&cont));
+    }
+    Ok(out)
 }

@@ -8,18 +8,27 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Presence, Struct, Union};
+use crate::ast::{Container, Newtype, Presence, Struct, Union, VariantKind};
 use crate::checks;
 
-/// `impl Validate` for a string newtype.
-pub fn newtype(cont: &Container<'_>) -> TokenStream {
+/// `impl Validate` for a newtype: its checks, then the inner value's own validation.
+pub fn newtype(cont: &Container<'_>, newtype: &Newtype<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
+    let inner = newtype.inner;
+    let body = if newtype.text {
+        quote!(#ident::__codec_check(self.as_str()))
+    } else {
+        quote! {
+            #ident::__codec_check(&self.0)?;
+            <#inner as #krate::Validate>::validate(&self.0)
+        }
+    };
     quote! {
         #[automatically_derived]
         impl #krate::Validate for #ident {
             fn validate(&self) -> ::core::result::Result<(), #krate::ProtocolError> {
-                #ident::__codec_check(self.as_str())
+                #body
             }
         }
     }
@@ -33,7 +42,7 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
         let key = field.key.as_str();
         let member = field.member;
         let value_ty = field.value_ty;
-        let checks = checks::field_statements(krate, &quote!(__value), &field.checks, key);
+        let checks = checks::statements(krate, &quote!(__value), value_ty, &field.checks, &quote!(.at(#key)), 0);
         let recurse = quote_spanned! {value_ty.span()=>
             <#value_ty as #krate::Validate>::validate(__value).map_err(|e| e.at(#key))?;
         };
@@ -53,6 +62,11 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
                     #body
                 }
             },
+            Presence::OptionalNullable => quote! {
+                if let ::core::option::Option::Some(::core::option::Option::Some(__value)) = &self.#member {
+                    #body
+                }
+            },
         }
     });
     quote! {
@@ -66,15 +80,19 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     }
 }
 
-/// `impl Validate` for an enum of either kind: the variant's own validation.
+/// `impl Validate` for an enum: the variant's own validation (unit variants are always valid).
 pub fn union(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
     let arms = union.variants.iter().map(|variant| {
         let name = variant.ident;
-        let ty = variant.ty;
-        let validate = quote_spanned!(ty.span()=> <#ty as #krate::Validate>::validate(__inner));
-        quote!(#ident::#name(__inner) => #validate,)
+        match &variant.kind {
+            VariantKind::Wrap(ty) => {
+                let validate = quote_spanned!(ty.span()=> <#ty as #krate::Validate>::validate(__inner));
+                quote!(#ident::#name(__inner) => #validate,)
+            }
+            VariantKind::Unit(_) => quote!(#ident::#name => ::core::result::Result::Ok(()),),
+        }
     });
     quote! {
         #[automatically_derived]

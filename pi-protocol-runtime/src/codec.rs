@@ -1,6 +1,10 @@
 //! The traits that derived envelope types implement, and the small helpers their generated code
 //! calls. `pi-protocol-derive` emits implementations of [`Decode`], [`Encode`], [`Validate`],
 //! [`Tagged`] and [`KeySet`]; nothing here knows any particular schema.
+//!
+//! Unions decode in two steps: the JSON type of the next item ([`JsonTypes`], from its major
+//! type) narrows the variants to those whose [`Decode::TYPES`] hold it; among several
+//! map-shaped variants, the literal keys ([`Tagged`]) or the key sets ([`KeySet`]) decide.
 
 use crate::cbor::{Reader, Writer};
 use crate::error::ProtocolError;
@@ -14,12 +18,81 @@ use crate::error::ProtocolError;
 /// Errors carry the field path relative to the item being decoded: an implementation adds its
 /// own segment with [`ProtocolError::at`] when a nested decode fails.
 pub trait Decode<'de>: Sized {
+    /// The JSON types a value of this type can be decoded from (a union picks its variant by
+    /// them). The default, [`JsonTypes::ANY`], suits opaque values.
+    const TYPES: JsonTypes = JsonTypes::ANY;
+
     /// Reads one item at the reader's position and advances past it.
     ///
     /// # Errors
     /// A [`ProtocolError`] of kind `Cbor` for malformed or unsupported CBOR, or of kind `Schema`
     /// for a value that does not satisfy the type's schema.
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError>;
+
+    /// Decodes the rest of a map entered with [`Reader::enter_map`]: `remaining` entries are
+    /// still at the cursor, `consumed` holds the literal entries a union already read to choose
+    /// this type. Leaves the map ([`Reader::leave`]) at the end. This is how unions of
+    /// map-shaped types decode in one pass: a tagged union reads its tag where the map starts
+    /// with it (the reference always writes the tag first), picks the variant by the tag's value
+    /// and lets the variant read the rest; it peeks only when the tag comes later.
+    ///
+    /// Only map-shaped types (derived structs and unions of them) implement it; the default
+    /// refuses the map as a wrong type.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode); a `consumed` key the type does not have is `UnknownField`.
+    fn decode_entries(
+        reader: &mut Reader<'de>,
+        remaining: usize,
+        consumed: &[LiteralEntry<'de>],
+    ) -> Result<Self, ProtocolError> {
+        let _ = (reader, remaining, consumed);
+        Err(ProtocolError::schema(crate::Rule::NoVariant))
+    }
+}
+
+/// A set of JSON types (null, boolean, number, string, array, object), as [`Decode::TYPES`]
+/// declares them and [`Reader::peek_json_type`] reports the next item's.
+///
+/// ```
+/// use pi_protocol_runtime::JsonTypes;
+/// let scalar = JsonTypes::STRING.union(JsonTypes::NUMBER);
+/// assert!(scalar.contains(JsonTypes::NUMBER));
+/// assert!(!scalar.contains(JsonTypes::OBJECT));
+/// assert!(JsonTypes::ANY.contains(JsonTypes::ARRAY));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JsonTypes(u8);
+
+impl JsonTypes {
+    /// No type.
+    pub const NONE: JsonTypes = JsonTypes(0);
+    /// `null`.
+    pub const NULL: JsonTypes = JsonTypes(1);
+    /// `true` or `false`.
+    pub const BOOLEAN: JsonTypes = JsonTypes(2);
+    /// A number (integer or float64 on the wire).
+    pub const NUMBER: JsonTypes = JsonTypes(4);
+    /// A text string.
+    pub const STRING: JsonTypes = JsonTypes(8);
+    /// An array.
+    pub const ARRAY: JsonTypes = JsonTypes(16);
+    /// An object (a map with text keys).
+    pub const OBJECT: JsonTypes = JsonTypes(32);
+    /// Every JSON type.
+    pub const ANY: JsonTypes = JsonTypes(63);
+
+    /// Both sets together.
+    #[must_use]
+    pub const fn union(self, other: JsonTypes) -> JsonTypes {
+        JsonTypes(self.0 | other.0)
+    }
+
+    /// Whether every type of `other` is in `self` (and `other` is not empty).
+    #[must_use]
+    pub const fn contains(self, other: JsonTypes) -> bool {
+        other.0 != 0 && self.0 & other.0 == other.0
+    }
 }
 
 /// Canonical encoding of `Self` as one CBOR item: fields in schema order, absent optional
@@ -43,40 +116,35 @@ pub trait Validate {
 }
 
 /// A literal entry of a map (its key's bytes and its scalar value) that a union has already
-/// read to choose the variant, handed on to the variant's [`DecodeMap::decode_entries`].
+/// read to choose the variant, handed on to the variant's [`Decode::decode_entries`].
 pub type LiteralEntry<'de> = (&'de [u8], Scalar<'de>);
-
-/// A map-shaped type (a struct or a union of structs) that can finish decoding a map whose
-/// head, and possibly some literal entries, were already read: how unions decode in one pass.
-///
-/// A tagged union reads its tag where the map starts with it (the reference always writes
-/// the tag first), picks the variant by the tag's value and lets the variant read the rest; it
-/// peeks only when the tag comes later.
-pub trait DecodeMap<'de>: Sized {
-    /// Decodes the rest of a map entered with [`Reader::enter_map`]: `remaining` entries are
-    /// still at the cursor, `consumed` holds the literal entries already read. Leaves the map
-    /// ([`Reader::leave`]) at the end.
-    ///
-    /// # Errors
-    /// As [`Decode::decode`]; a `consumed` key the type does not have is `UnknownField`.
-    fn decode_entries(
-        reader: &mut Reader<'de>,
-        remaining: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Self, ProtocolError>;
-}
 
 /// Literal entries a tagged union keeps in hand for its variant (nested tagged unions add one
 /// each); with more, a union peeks instead of consuming.
 pub const MAX_CONSUMED_ENTRIES: usize = 4;
 
-/// A map-shaped type whose literal keys (such as `type: "hello"` or `ok: true`) let a tagged
-/// union pick it without decoding it first.
+/// A type whose literal keys (such as `type: "hello"` or `ok: true`) let a tagged union pick it
+/// without decoding it first. Map-shaped types (derived structs and unions) implement it with
+/// their literals; every other type implements it with the defaults, which accept no map.
 pub trait Tagged {
     /// Whether a map whose key `key` holds `value` can be this type.
     ///
     /// Returns `false` when `key` is not one of the type's literal keys or holds another value.
-    fn accepts(key: &str, value: &Scalar<'_>) -> bool;
+    fn accepts(key: &str, value: &Scalar<'_>) -> bool {
+        let _ = (key, value);
+        false
+    }
+
+    /// Whether a map whose tag keys hold `values` (`None`: the key is absent) can be this type:
+    /// every tag key at which the type has a literal holds exactly that literal. Keys at which
+    /// the type has no literal do not matter. A union accepts what any of its variants accepts.
+    ///
+    /// This is how a union told apart by several literal keys together (`role`, then `status`)
+    /// picks its variant.
+    fn accepts_all(values: &[(&str, Option<Scalar<'_>>)]) -> bool {
+        let _ = values;
+        false
+    }
 }
 
 /// A map-shaped type described by its set of keys, which lets a key-set union (a target is a

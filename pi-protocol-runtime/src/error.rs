@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::number::Number;
+
 /// Upper bound, in characters, of a [`ProtocolError`]'s `Display` output (PROTOCOL.md section 6).
 pub const MAX_ERROR_MESSAGE_LENGTH: usize = 500;
 
@@ -130,18 +132,51 @@ pub enum Rule {
     MissingField,
     /// A literal key holds another value.
     Literal,
-    /// A string shorter than the schema's `minLength` (in characters).
+    /// A string shorter than the schema's `minLength` (in characters, counted as the reference
+    /// counts them: see [`text_length`](crate::checks::text_length)).
     MinLength {
         /// The minimum length in characters.
         min: u64,
+    },
+    /// A string longer than the schema's `maxLength` (in characters, as for `MinLength`).
+    MaxLength {
+        /// The maximum length in characters.
+        max: u64,
     },
     /// A string that does not match the schema's `pattern`.
     Pattern,
     /// A number below the schema's `minimum`.
     Minimum {
         /// The smallest accepted value.
-        min: i64,
+        min: Number,
     },
+    /// A number above the schema's `maximum`.
+    Maximum {
+        /// The largest accepted value.
+        max: Number,
+    },
+    /// A number not above the schema's `exclusiveMinimum`.
+    ExclusiveMinimum {
+        /// The bound every value must exceed.
+        min: Number,
+    },
+    /// A number not below the schema's `exclusiveMaximum`.
+    ExclusiveMaximum {
+        /// The bound every value must stay under.
+        max: Number,
+    },
+    /// An array with fewer elements than the schema's `minItems`.
+    MinItems {
+        /// The minimum number of elements.
+        min: u64,
+    },
+    /// An array with more elements than the schema's `maxItems`.
+    MaxItems {
+        /// The maximum number of elements.
+        max: u64,
+    },
+    /// A value outside the schema's enumeration (`enum`, or a union of `const`s).
+    NotInEnum,
     /// No alternative of a union matches the value.
     NoVariant,
     // ---- encoding ----
@@ -194,8 +229,15 @@ impl fmt::Display for Rule {
             Rule::Literal => f.write_str("value differs from the required literal"),
             Rule::MinLength { min: 1 } => f.write_str("string is empty (at least 1 character required)"),
             Rule::MinLength { min } => write!(f, "string shorter than {min} characters"),
+            Rule::MaxLength { max } => write!(f, "string longer than {max} characters"),
             Rule::Pattern => f.write_str("string does not match the required pattern"),
             Rule::Minimum { min } => write!(f, "number below the minimum of {min}"),
+            Rule::Maximum { max } => write!(f, "number above the maximum of {max}"),
+            Rule::ExclusiveMinimum { min } => write!(f, "number not above the exclusive minimum of {min}"),
+            Rule::ExclusiveMaximum { max } => write!(f, "number not below the exclusive maximum of {max}"),
+            Rule::MinItems { min } => write!(f, "array with fewer than {min} elements"),
+            Rule::MaxItems { max } => write!(f, "array with more than {max} elements"),
+            Rule::NotInEnum => f.write_str("value is not one of the allowed values"),
             Rule::NoVariant => f.write_str("value matches none of the allowed shapes"),
             Rule::UnencodableNumber => f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)"),
             Rule::DecoderFailed => f.write_str("decoder already failed"),
@@ -204,13 +246,17 @@ impl fmt::Display for Rule {
     }
 }
 
-/// One step of a field path: an object key named by the schema, or an array index.
+/// One step of a field path: an object key named by the schema, an array index, or the
+/// position of an entry in a record (whose keys are peer data and never shown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PathSegment {
     /// An object key. Only keys the schema defines appear here, never keys read from the wire.
     Key(&'static str),
     /// An array index.
     Index(u64),
+    /// The position of an entry in a [`Record`](crate::Record), counted from 0 in wire order.
+    Entry(u64),
 }
 
 /// A failure of the protocol layer: kind, rule, field path and, where known, the byte offset.
@@ -278,6 +324,13 @@ impl ProtocolError {
         self
     }
 
+    /// Prepends the position of a record entry to the field path.
+    #[cold]
+    pub fn at_entry(mut self, index: u64) -> Self {
+        self.0.path.push(PathSegment::Entry(index));
+        self
+    }
+
     /// Sets the byte offset (in the stream or buffer) of the frame or item that failed.
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.0.offset = Some(offset);
@@ -299,8 +352,8 @@ impl ProtocolError {
         self.0.path.iter().rev().copied()
     }
 
-    /// The field path as dotted text, for example `target.serverId` or `call[3]`; empty at the
-    /// top level.
+    /// The field path as dotted text, for example `target.serverId`, `items[3]` or
+    /// `details{2}` (the third entry of a record); empty at the top level.
     pub fn path_string(&self) -> String {
         let mut out = String::new();
         for segment in self.path() {
@@ -315,6 +368,11 @@ impl ProtocolError {
                     out.push('[');
                     out.push_str(&i.to_string());
                     out.push(']');
+                }
+                PathSegment::Entry(i) => {
+                    out.push('{');
+                    out.push_str(&i.to_string());
+                    out.push('}');
                 }
             }
         }

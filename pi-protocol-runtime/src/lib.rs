@@ -17,7 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod cbor;
+pub mod checks;
 pub mod codec;
+mod containers;
 pub mod error;
 pub mod frame;
 pub mod json;
@@ -26,14 +28,17 @@ pub mod message;
 pub mod number;
 pub mod pattern;
 pub mod payload;
+pub mod record;
 pub mod serde_impls;
 pub mod text;
 pub mod vectored;
+pub mod wire_json;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
 pub use codec::{
-    key_equals, Decode, DecodeMap, Encode, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES,
+    key_equals, Decode, Encode, JsonTypes, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES,
 };
+pub use containers::INITIAL_ITEMS_BYTES;
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
 pub use frame::{encode_frame, FrameDecoder, FRAME_HEADER_LENGTH};
 pub use limits::{
@@ -44,7 +49,8 @@ pub use message::{
     decode_message, decode_message_shared, encode_item, encode_message, encode_message_into, encode_message_vectored,
     CodecOptions, MessageDecoder,
 };
-pub use number::Integer;
+pub use number::{Integer, Null, Number};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};
+pub use record::Record;
 pub use text::{ArrayString, CompactString, TextStorage};
 pub use vectored::{EncodedFrame, MIN_PAYLOAD_SEGMENT_LENGTH};

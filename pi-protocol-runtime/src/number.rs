@@ -1,12 +1,14 @@
-//! [`Integer`]: an integer-valued JSON number as the protocol carries it (PROTOCOL.md sections
-//! 2-4: integers within +-(2^53 - 1), integral float64 accepted, `-0.0` kept as written).
+//! [`Integer`] and [`Number`]: JSON numbers as the protocol carries them (PROTOCOL.md sections
+//! 2-4: integers within +-(2^53 - 1), integral float64 accepted as integers, `-0.0` kept as
+//! written), and the codec impls of the other leaf types (`String`, `bool`, [`Null`]).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use crate::cbor::reader::MAX_SAFE_INTEGER;
+use crate::cbor::writer::is_encodable_number;
 use crate::cbor::{Reader, Writer};
-use crate::codec::{Decode, Encode, Validate};
+use crate::codec::{Decode, Encode, JsonTypes, Tagged, Validate};
 use crate::error::{ProtocolError, Rule};
 
 /// An integer within +-(2^53 - 1), as a JSON number.
@@ -111,6 +113,8 @@ impl fmt::Display for Integer {
 }
 
 impl<'de> Decode<'de> for Integer {
+    const TYPES: JsonTypes = JsonTypes::NUMBER;
+
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
         let v = reader.read_number().map_err(|e| retype(e, "integer"))?;
         Integer::from_f64(v).ok_or_else(|| ProtocolError::schema(Rule::WrongType { expected: "integer" }))
@@ -137,9 +141,158 @@ impl Validate for Integer {
     }
 }
 
+/// Any JSON number the protocol carries: a finite float64, within +-(2^53 - 1) when integral
+/// (schema `type: number`).
+///
+/// It is encoded as the reference encodes a JavaScript number: an integral value (other than
+/// `-0.0`) as a CBOR integer, anything else as a float64. Two `Number`s are equal when they
+/// encode identically (`0` and `-0.0` differ, as their bytes do); comparisons against schema
+/// bounds use [`value`](Self::value), where `-0.0 == 0.0`, as in JSON Schema.
+///
+/// ```
+/// use pi_protocol_runtime::Number;
+/// let half = Number::new(0.5).unwrap();
+/// assert_eq!(half.value(), 0.5);
+/// assert!(Number::new(f64::NAN).is_none());
+/// assert!(Number::new(1e300).is_none()); // integral beyond 2^53 - 1: JSON cannot carry it exactly
+/// assert_eq!(Number::from(8).to_string(), "8");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Number(f64);
+
+impl Number {
+    /// The number `v`, or `None` when it is not finite or is integral beyond +-(2^53 - 1).
+    #[must_use]
+    pub fn new(v: f64) -> Option<Self> {
+        is_encodable_number(v).then_some(Number(v))
+    }
+
+    /// The value.
+    #[must_use]
+    pub fn value(self) -> f64 {
+        self.0
+    }
+
+    /// Whether the value is integral (`-0.0` included).
+    #[must_use]
+    pub fn is_integer(self) -> bool {
+        self.0.fract() == 0.0
+    }
+}
+
+impl From<Integer> for Number {
+    fn from(n: Integer) -> Self {
+        Number(n.value())
+    }
+}
+
+macro_rules! number_from_small {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Number {
+            fn from(n: $t) -> Self {
+                Number(f64::from(n))
+            }
+        }
+    )*};
+}
+number_from_small!(u8, u16, u32, i8, i16, i32, f32);
+
+impl PartialEq for Number {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Number {}
+
+impl Hash for Number {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+impl fmt::Debug for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Number {
+    /// The number as JSON writes it: `8`, `-0`, `0.5`, `1e-7`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0.0 && self.0.is_sign_negative() {
+            f.write_str("-0")
+        } else if self.is_integer() {
+            write!(f, "{}", self.0 as i64)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl<'de> Decode<'de> for Number {
+    const TYPES: JsonTypes = JsonTypes::NUMBER;
+
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        // The reader refuses non-finite and unsafe values, so every number it returns is valid.
+        reader.read_number().map(Number)
+    }
+}
+
+impl Encode for Number {
+    fn encode(&self, writer: &mut Writer) {
+        writer.number(self.0);
+    }
+}
+
+impl Validate for Number {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+/// The JSON value `null`, as a type (schema `type: null`).
+///
+/// ```
+/// use pi_protocol_runtime::{decode_message, encode_item, CborLimits, Null};
+/// assert_eq!(decode_message::<Null>(&[0xf6], CborLimits::default()).unwrap(), Null);
+/// assert_eq!(encode_item(&Null, CborLimits::default()).unwrap(), vec![0xf6]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Null;
+
+impl<'de> Decode<'de> for Null {
+    const TYPES: JsonTypes = JsonTypes::NULL;
+
+    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
+        reader.read_null().map(|()| Null)
+    }
+}
+
+impl Encode for Null {
+    fn encode(&self, writer: &mut Writer) {
+        writer.null();
+    }
+}
+
+impl Validate for Null {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
+// Leaf types are never maps: a union holding one of them tells it apart by its JSON type.
+impl Tagged for Integer {}
+impl Tagged for Number {}
+impl Tagged for Null {}
+impl Tagged for String {}
+impl Tagged for bool {}
+
 // ----------------------------------------------------------- leaf impls
 
 impl<'de> Decode<'de> for String {
+    const TYPES: JsonTypes = JsonTypes::STRING;
+
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
         reader.read_text().map(str::to_owned)
     }
@@ -158,6 +311,8 @@ impl Validate for String {
 }
 
 impl<'de> Decode<'de> for bool {
+    const TYPES: JsonTypes = JsonTypes::BOOLEAN;
+
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
         reader.read_bool()
     }
@@ -172,14 +327,5 @@ impl Encode for bool {
 impl Validate for bool {
     fn validate(&self) -> Result<(), ProtocolError> {
         Ok(())
-    }
-}
-
-impl<T: Validate> Validate for Option<T> {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        match self {
-            Some(v) => v.validate(),
-            None => Ok(()),
-        }
     }
 }

@@ -356,3 +356,115 @@ mod tests {
         assert!(Pattern::parse("^a").is_err());
     }
 }
+
+/// A schema `pattern` of any form, with the semantics the reference gives it: an ECMAScript
+/// regular expression with the `u` (Unicode) flag, tested anywhere in the string (anchor it with
+/// `^` and `$` to match whole strings), matched by the `regress` engine.
+///
+/// ```
+/// use pi_protocol_runtime::pattern::Regex;
+/// let re = Regex::new("^[a-z]+(-[a-z]+)*$").unwrap();
+/// assert!(re.is_match("session-id"));
+/// assert!(!re.is_match("Session"));
+/// assert!(Regex::new("x{").is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Regex {
+    inner: regress::Regex,
+}
+
+impl Regex {
+    /// Compiles `source` with the `u` flag.
+    ///
+    /// # Errors
+    /// A [`PatternError`] when `source` is not a valid ECMAScript pattern in Unicode mode.
+    pub fn new(source: &str) -> Result<Regex, PatternError> {
+        regress::Regex::with_flags(source, "u")
+            .map(|inner| Regex { inner })
+            .map_err(|_| PatternError { position: 0, reason: "not a valid ECMAScript regular expression (u flag)" })
+    }
+
+    /// Whether the pattern matches somewhere in `text` (JavaScript's `RegExp.prototype.test`).
+    #[must_use]
+    pub fn is_match(&self, text: &str) -> bool {
+        self.inner.find(text).is_some()
+    }
+}
+
+/// A compiled schema pattern: the fixed-length subset of [`Pattern`] where it applies (a single
+/// pass over the bytes), a [`Regex`] otherwise. Both give the same verdicts on every string.
+///
+/// ```
+/// use pi_protocol_runtime::pattern::SchemaPattern;
+/// let fixed = SchemaPattern::compile("^[0-9]{2}$").unwrap();
+/// assert!(matches!(fixed, SchemaPattern::Fixed(_)));
+/// let general = SchemaPattern::compile("^[0-9]+$").unwrap();
+/// assert!(matches!(general, SchemaPattern::General(_)));
+/// assert!(fixed.matches("42") && general.matches("4242"));
+/// ```
+#[derive(Debug, Clone)]
+pub enum SchemaPattern {
+    /// The fixed-length subset.
+    Fixed(Pattern),
+    /// Any other ECMAScript pattern.
+    General(Regex),
+}
+
+impl SchemaPattern {
+    /// Compiles `source`, preferring the fixed-length subset.
+    ///
+    /// # Errors
+    /// A [`PatternError`] when `source` is not a valid ECMAScript pattern in Unicode mode (the
+    /// reference refuses such a schema), even if the fixed-length subset could read it.
+    pub fn compile(source: &str) -> Result<SchemaPattern, PatternError> {
+        let general = Regex::new(source)?;
+        match Pattern::parse(source) {
+            Ok(pattern) => Ok(SchemaPattern::Fixed(pattern)),
+            Err(_) => Ok(SchemaPattern::General(general)),
+        }
+    }
+
+    /// Whether `text` matches.
+    #[must_use]
+    pub fn matches(&self, text: &str) -> bool {
+        match self {
+            SchemaPattern::Fixed(pattern) => pattern.matches(text),
+            SchemaPattern::General(regex) => regex.is_match(text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod regex_tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_subset_agrees_with_the_general_engine() {
+        let patterns = ["^[0-9a-f]{8}-[0-9a-f]{4}$", "^ab\\.c$", "^[89ab]{2}x$"];
+        let texts = ["0badcafe-1234", "0BADCAFE-1234", "0badcafe-1234\n", "ab.c", "abc", "8ax", "9bx", "8cx", ""];
+        for p in patterns {
+            let fixed = Pattern::parse(p).unwrap();
+            let general = Regex::new(p).unwrap();
+            for t in texts {
+                assert_eq!(fixed.matches(t), general.is_match(t), "{p} on {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn escapes_the_unicode_mode_refuses_are_refused() {
+        // `\-` outside a class is an identity escape JavaScript refuses with the u flag.
+        assert!(SchemaPattern::compile("^ab\\-c$").is_err());
+        assert!(SchemaPattern::compile("^[a\\-c]$").is_ok());
+    }
+
+    #[test]
+    fn unicode_mode_matches_code_points() {
+        // With the u flag a character outside the BMP is one `.`, as in the reference.
+        let re = Regex::new("^.$").unwrap();
+        assert!(re.is_match("\u{1F600}"));
+        assert!(!re.is_match("\n"));
+        assert!(Regex::new("^.*$").unwrap().is_match(""));
+        assert!(!Regex::new("^.*$").unwrap().is_match("a\u{2028}b"));
+    }
+}

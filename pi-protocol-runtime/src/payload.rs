@@ -217,6 +217,9 @@ impl From<&Payload> for Value {
     }
 }
 
+/// A payload is any JSON value, so a union cannot tell it apart from anything else.
+impl crate::codec::Tagged for Payload {}
+
 impl<'de> Decode<'de> for Payload {
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
         let start = reader.position();

@@ -139,3 +139,22 @@ impl Serialize for Item<'_, '_> {
         }
     }
 }
+
+/// A [`Number`](crate::Number) is a JSON number (`-0.0` stays a float).
+impl Serialize for crate::number::Number {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let v = self.value();
+        if v.fract() == 0.0 && !(v == 0.0 && v.is_sign_negative()) {
+            serializer.serialize_i64(v as i64)
+        } else {
+            serializer.serialize_f64(v)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for crate::number::Number {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = f64::deserialize(deserializer)?;
+        crate::number::Number::new(n).ok_or_else(|| D::Error::custom("expected a finite number, integral within +-(2^53 - 1)"))
+    }
+}

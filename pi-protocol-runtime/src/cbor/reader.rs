@@ -445,6 +445,32 @@ impl<'de> Reader<'de> {
         self.input.get(self.pos).map(|b| b >> 5)
     }
 
+    /// The JSON type of the next item, from its initial byte (the cursor does not move):
+    /// [`JsonTypes::NONE`](crate::JsonTypes::NONE) at the end of the input and for items that
+    /// are no JSON value (byte strings, tags, simple values other than `false`, `true`, `null`,
+    /// floats other than float64, reserved or indefinite heads), which decoding then reports.
+    #[inline]
+    pub fn peek_json_type(&self) -> crate::JsonTypes {
+        use crate::JsonTypes;
+        let Some(&b) = self.input.get(self.pos) else { return JsonTypes::NONE };
+        if b & 0x1f >= 28 {
+            return JsonTypes::NONE;
+        }
+        match b >> 5 {
+            major::UNSIGNED | major::NEGATIVE => JsonTypes::NUMBER,
+            major::TEXT => JsonTypes::STRING,
+            major::ARRAY => JsonTypes::ARRAY,
+            major::MAP => JsonTypes::OBJECT,
+            major::SIMPLE => match b {
+                0xf4 | 0xf5 => JsonTypes::BOOLEAN,
+                0xf6 => JsonTypes::NULL,
+                0xfb => JsonTypes::NUMBER,
+                _ => JsonTypes::NONE,
+            },
+            _ => JsonTypes::NONE,
+        }
+    }
+
     /// Whether the next item is `null` (the cursor does not move).
     pub fn peek_null(&self) -> bool {
         self.input.get(self.pos) == Some(&0xf6)
