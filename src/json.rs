@@ -2,9 +2,7 @@
 //! rendering a message in its wire shape.
 
 use pi_protocol_runtime::json::to_javascript_key_order;
-use pi_protocol_runtime::{
-    decode_message, encode_frame, CborLimits, CodecOptions, Encode, Payload, ProtocolError, Writer,
-};
+use pi_protocol_runtime::{decode_message, encode_frame, CodecOptions, Payload, ProtocolError};
 use serde_json::Value;
 
 use crate::{ClientMessage, ServerMessage};
@@ -35,36 +33,7 @@ pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolErro
 
 /// Validates JSON as a `T` with the wire decoder's rules and the default limits.
 pub(crate) fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
-    let cbor = Payload::from_value(value)?;
-    decode_message(cbor.as_cbor(), CborLimits::default())
-}
-
-/// The wire CBOR of a value of an envelope type, as it is (without validation).
-pub(crate) fn wire_cbor<T: Encode>(value: &T) -> Vec<u8> {
-    let mut writer = Writer::new();
-    value.encode(&mut writer);
-    writer.into_vec()
-}
-
-/// Renders a value of an envelope type as JSON in wire key order.
-pub(crate) fn to_value<T: Encode>(value: &T) -> Value {
-    // Whatever an `Encode` impl writes is strict JSON CBOR, so this conversion cannot fail.
-    Payload::from_cbor(wire_cbor(value).into(), CborLimits::widest()).map(|p| p.to_value()).unwrap_or(Value::Null)
-}
-
-impl ClientMessage {
-    /// The message as JSON in its wire shape (`type` tags, camelCase keys, payloads in wire
-    /// key order). The message is rendered as it is, without validation.
-    pub fn to_json(&self) -> Value {
-        to_value(self)
-    }
-}
-
-impl ServerMessage {
-    /// The message as JSON in its wire shape, like [`ClientMessage::to_json`].
-    pub fn to_json(&self) -> Value {
-        to_value(self)
-    }
+    pi_protocol_runtime::wire_json::from_json(value)
 }
 
 /// Encodes a client message given as JSON exactly as the reference package encodes the same

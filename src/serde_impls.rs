@@ -1,7 +1,9 @@
 //! `serde` support: every envelope type serializes to, and deserializes from, its exact wire JSON
 //! shape (PROTOCOL.md section 4: `type` tags, camelCase keys, `ok` discriminating responses,
 //! `null` for a cleared attachment), going through the same JSON path as
-//! [`ClientMessage::to_json`] and [`parse_client_message`](crate::parse_client_message).
+//! [`ClientMessage::to_json`] and [`parse_client_message`](crate::parse_client_message). The
+//! impls are derived with every generated type (`#[codec(json)]`), so a type added to the schema
+//! has them too; this module holds the optional conversions and the tests.
 //!
 //! Deserializing applies every rule of the wire decoder (unknown keys, literals, id patterns,
 //! strict-JSON payloads, integer ranges, the default CBOR limits), so a value that deserializes
@@ -24,69 +26,6 @@
 //! assert!(error.to_string().contains("target.serverId"));
 //! # Ok::<(), serde_json::Error>(())
 //! ```
-
-use pi_protocol_runtime::serde_impls::CborJson;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
-
-use crate::*;
-
-macro_rules! via_json {
-    ($($ty:ty),* $(,)?) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                // Streams the wire encoding: no JSON value tree is built.
-                CborJson::new(&crate::json::wire_cbor(self)).serialize(serializer)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let value = Value::deserialize(deserializer)?;
-                crate::json::parse(&value).map_err(D::Error::custom)
-            }
-        }
-    )*};
-}
-
-via_json!(
-    ClientMessage,
-    ServerMessage,
-    ClientHello,
-    Request,
-    Cancel,
-    ServerHello,
-    ServerHelloError,
-    Response,
-    SuccessResponse,
-    ErrorResponse,
-    ServiceUpdate,
-    Attachment,
-    RpcTarget,
-    ServerTarget,
-    SessionTarget,
-    ErrorBody,
-);
-
-macro_rules! string_newtype {
-    ($($ty:ty),* $(,)?) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                <$ty>::new(text).map_err(D::Error::custom)
-            }
-        }
-    )*};
-}
-
-string_newtype!(ServerId, RequestId, SessionId, AttachmentId, SubscriptionId, ErrorCode);
 
 #[cfg(feature = "uuid")]
 mod uuid_impls {
@@ -140,9 +79,9 @@ mod uuid_impls {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    use super::*;
+    use crate::*;
 
     fn lines(name: &str) -> Vec<Value> {
         let text = std::fs::read_to_string(format!("{}/tests/captures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();

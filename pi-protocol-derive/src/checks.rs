@@ -92,12 +92,12 @@ pub fn statements(
         if let Some(min) = checks.min_items {
             let min_lit = Literal::u64_unsuffixed(min);
             let error = fail(quote!(MinItems { min: #min_lit }));
-            out.extend(quote!(if (#value.len() as u64) < #min_lit { #error }));
+            out.extend(quote!(if ((#value).len() as u64) < #min_lit { #error }));
         }
         if let Some(max) = checks.max_items {
             let max_lit = Literal::u64_unsuffixed(max);
             let error = fail(quote!(MaxItems { max: #max_lit }));
-            out.extend(quote!(if (#value.len() as u64) > #max_lit { #error }));
+            out.extend(quote!(if ((#value).len() as u64) > #max_lit { #error }));
         }
         if let (Some(items), Some(element)) = (&checks.items, container_inner(ty, "Vec")) {
             let index = format_ident!("__index{}", depth);
@@ -105,7 +105,7 @@ pub fn statements(
             let inner_path = quote!(.at_index(#index as u64) #path);
             let body = statements(krate, &quote!(#item), element, items, &inner_path, depth + 1);
             if !body.is_empty() {
-                out.extend(quote!(for (#index, #item) in #value.iter().enumerate() { #body }));
+                out.extend(quote!(for (#index, #item) in (#value).iter().enumerate() { #body }));
             }
         }
     }
@@ -123,7 +123,7 @@ pub fn statements(
             _ => TokenStream::new(),
         };
         out.extend(quote! {
-            for (#index, (#key, #entry)) in #value.iter().enumerate() {
+            for (#index, (#key, #entry)) in (#value).iter().enumerate() {
                 let _ = (#key, #entry);
                 #key_checks
                 #value_checks

@@ -1,38 +1,43 @@
 //! Schema document -> checked [`Model`].
 //!
-//! Conversion runs in three passes over `$defs`: name every definition (so references can be
-//! resolved in any order), convert strings and objects, then classify each union from the
-//! literals of its members. Every error names the schema location as a JSON pointer.
+//! Conversion runs in passes:
+//! 1. the document's form is read (this project's own: `$defs` plus `x-` keywords; or the
+//!    reference's published form: `clientMessage` and `serverMessage` schemas, fully inlined)
+//!    and every `$id` is collected, so references resolve in any order;
+//! 2. named types are converted one by one, in order of discovery: the root's definitions
+//!    first, then every object, union or enumeration found inline, named after the place where
+//!    it was found. Structurally identical schemas (annotations aside) become one type, which is
+//!    how the reference's inlined form, repeating each subschema wherever it is used, folds
+//!    back into its types;
+//! 3. unions are classified: values of different JSON types are told apart by their type;
+//!    objects by one literal key (`tag`), by several literal keys together (`tags`), or by key
+//!    sets; anything else is an error that names the two members a decoder could not tell
+//!    apart;
+//! 4. references on cycles of direct containment (a recursive type) are boxed.
 //!
-//! How an `anyOf` definition is classified:
-//! - **tagged** (`tag = "<key>"`): some key holds a `const` in every member, with a different
-//!   value in each. A member may itself be a union, when all its variants share one value for
-//!   that key (`Response` inside `ServerMessage`, all `type: "response"`).
-//! - **key set** (`key_set`): otherwise, when every member is an object and no map can carry
-//!   keys that satisfy two members at once (`RpcTarget`: `{ serverId }` or
-//!   `{ serverId, sessionId, attachmentId }`).
-//! - anything else is ambiguous and rejected.
-//!
-//! Inside a property, `anyOf [<schema>, {"type": "null"}]` is a nullable value.
+//! Every error names the schema location as a JSON pointer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use pi_protocol_runtime::pattern::Pattern;
+use pi_protocol_runtime::pattern::SchemaPattern;
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
 use crate::model::{
-    Field, FieldType, Literal, LiteralValue, Member, Model, Newtype, StringRules, Struct, TypeDef, TypeKind, Union,
-    UnionKind, Variant,
+    Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind,
+    Union, Variant, VariantKind,
 };
-use crate::schema::{Document, Node};
+use crate::schema::{escape_pointer, Node, References};
 use crate::x_rust::{self, Location};
 
 /// Names the generated module (or code derived from it) refers to unqualified; a schema type may
-/// not shadow them.
+/// not take them.
 const RESERVED: &[&str] = &[
     "Integer",
+    "Number",
     "Payload",
+    "Record",
+    "Null",
     "Codec",
     "String",
     "Option",
@@ -43,414 +48,871 @@ const RESERVED: &[&str] = &[
     "Err",
     "Vec",
     "Box",
-    "bool",
-    "str",
+    "ArrayString",
+    "CompactString",
+    "Self",
     "PROTOCOL_VERSION",
 ];
 
+/// Keywords of the root of the project's own form.
+const ROOT_KEYWORDS: &[&str] = &["$schema", "$id", "$defs", "definitions", "title"];
+
+/// Keywords of the root of the reference's published form.
+const REFERENCE_ROOT_KEYWORDS: &[&str] = &["source", "protocolVersion", "limits", "clientMessage", "serverMessage"];
+
+/// JSON types as a bit set, for telling union members apart.
+mod json_type {
+    pub const NULL: u8 = 1;
+    pub const BOOLEAN: u8 = 2;
+    pub const NUMBER: u8 = 4;
+    pub const STRING: u8 = 8;
+    pub const ARRAY: u8 = 16;
+    pub const OBJECT: u8 = 32;
+    pub const ANY: u8 = 63;
+
+    /// Words for a set, for messages.
+    pub fn describe(types: u8) -> String {
+        let names = [(NULL, "null"), (BOOLEAN, "boolean"), (NUMBER, "number"), (STRING, "string"), (ARRAY, "array"), (OBJECT, "object")];
+        let parts: Vec<&str> = names.iter().filter(|(bit, _)| types & bit != 0).map(|(_, n)| *n).collect();
+        parts.join(" or ")
+    }
+}
+
 /// Converts a parsed schema document into the checked model.
 pub(crate) fn convert(value: &Value) -> Result<Model> {
-    let doc = Document::read(value)?;
-    let protocol_version = x_rust::protocol_version(&doc.root)?;
-    let limits = x_rust::limits(&doc.root)?;
-    let title = doc.root.str("title")?.map(str::to_owned);
-    let description = doc.root.description()?;
-
-    let mut ctx = Context::name_definitions(&doc)?;
-    let mut shapes = Vec::with_capacity(ctx.defs.len());
-    for def in &ctx.defs {
-        shapes.push(ctx.convert_definition(def)?);
-    }
-    ctx.shapes = shapes;
-
-    let mut types = Vec::with_capacity(ctx.defs.len());
-    for (i, def) in ctx.defs.iter().enumerate() {
-        let kind = match &ctx.shapes[i] {
-            Shape::Newtype(n) => TypeKind::Newtype(n.clone()),
-            Shape::Struct(s) => TypeKind::Struct(s.clone()),
-            Shape::Union(members) => TypeKind::Union(ctx.classify(i, members)?),
-        };
-        types.push(TypeDef {
-            schema_name: def.schema_name.to_string(),
-            rust_name: def.rust_name.clone(),
-            doc: def.node.description()?,
-            kind,
-        });
-    }
-    Ok(Model { protocol_version, limits, title, description, types })
-}
-
-/// A `$defs` member with its Rust name.
-struct Definition<'a> {
-    schema_name: &'a str,
-    rust_name: String,
-    node: Node<'a>,
-}
-
-/// A definition after the second pass: unions still hold their unclassified members.
-enum Shape {
-    Newtype(Newtype),
-    Struct(Struct),
-    Union(Vec<UnionMember>),
-}
-
-/// One `anyOf` member of a union definition.
-struct UnionMember {
-    path: String,
-    target: usize,
-    rust_variant: Option<String>,
-    doc: Option<String>,
-}
-
-/// The definitions and what is known about them so far.
-struct Context<'a> {
-    defs: Vec<Definition<'a>>,
-    index: HashMap<&'a str, usize>,
-    shapes: Vec<Shape>,
-}
-
-impl<'a> Context<'a> {
-    /// Pass 1: every definition gets a unique Rust name.
-    fn name_definitions(doc: &Document<'a>) -> Result<Context<'a>> {
-        let mut defs = Vec::with_capacity(doc.defs.len());
-        let mut index = HashMap::new();
-        let mut by_rust_name: HashMap<String, &str> = HashMap::new();
-        for (schema_name, path, value) in &doc.defs {
-            let node = Node::new(value, path.clone())?;
-            let rust_name = x_rust::type_name(&node, schema_name)?;
-            if RESERVED.contains(&rust_name.as_str()) {
+    let refs = References::collect(value)?;
+    let root = Node::new(value, "#".to_string())?;
+    let reference_form = root.has("clientMessage") || root.has("serverMessage");
+    let mut cx = Converter::new(&refs);
+    let (protocol_version, limits, title, description, roots) = if reference_form {
+        for key in root.keys() {
+            if !REFERENCE_ROOT_KEYWORDS.contains(&key) {
                 return Err(GenError::schema(
-                    path.clone(),
-                    format!("the Rust name {rust_name} is used by the generated module itself; set x-rust-name"),
+                    root.at(key),
+                    "unknown key in the reference's form (source, protocolVersion, limits, clientMessage, serverMessage)",
                 ));
             }
-            if let Some(other) = by_rust_name.insert(rust_name.clone(), schema_name) {
-                return Err(GenError::schema(
-                    path.clone(),
-                    format!("the Rust name {rust_name} is already used by #/$defs/{other}; set x-rust-name"),
-                ));
-            }
-            index.insert(*schema_name, defs.len());
-            defs.push(Definition { schema_name, rust_name, node });
         }
-        Ok(Context { defs, index, shapes: Vec::new() })
+        let mut roots = [None, None];
+        for (slot, (key, name)) in roots.iter_mut().zip([("clientMessage", "ClientMessage"), ("serverMessage", "ServerMessage")]) {
+            if let Some(node) = root.child(key)? {
+                *slot = Some(cx.named_root(node, name)?);
+            }
+        }
+        let version = x_rust::protocol_version(&root, "protocolVersion")?;
+        (version, x_rust::limits(&root, "limits")?, None, None, roots)
+    } else {
+        root.allow(ROOT_KEYWORDS, Location::Root, "the schema root")?;
+        root.str("$schema")?;
+        root.str("$id")?;
+        let mut defs = Vec::new();
+        for keyword in ["$defs", "definitions"] {
+            match root.get(keyword) {
+                None => {}
+                Some(Value::Object(map)) => {
+                    for (name, schema) in map {
+                        let path = format!("#/{keyword}/{}", escape_pointer(name));
+                        defs.push((name.as_str(), Node::new(schema, path)?));
+                    }
+                }
+                Some(_) => return Err(GenError::schema(root.at(keyword), "must be an object of named schemas")),
+            }
+        }
+        for (name, node) in &defs {
+            cx.define(name, node)?;
+        }
+        let mut roots = [None, None];
+        for (slot, (keyword, default)) in
+            roots.iter_mut().zip([("x-client-message", "ClientMessage"), ("x-server-message", "ServerMessage")])
+        {
+            let name = x_rust::message_type(&root, keyword)?;
+            let explicit = name.is_some();
+            let name = name.unwrap_or_else(|| default.to_string());
+            match defs.iter().find(|(n, _)| *n == name) {
+                Some((_, node)) => *slot = Some(cx.named(node.clone(), &Hint::below("", &name), true)?),
+                None if explicit => {
+                    return Err(GenError::schema(root.at(keyword), format!("no definition #/$defs/{name}")))
+                }
+                None => {}
+            }
+        }
+        let version = x_rust::protocol_version(&root, "x-protocol-version")?;
+        let title = root.str("title")?.map(str::to_owned);
+        (version, x_rust::limits(&root, "x-limits")?, title, root.description()?, roots)
+    };
+    cx.convert_all()?;
+    cx.classify_all()?;
+    cx.box_cycles();
+    let [client, server] = roots;
+    let client_message = client.map(|i| cx.types[i].rust_name.clone());
+    let server_message = server.map(|i| cx.types[i].rust_name.clone());
+    let types = cx.finish()?;
+    for (name, side) in [(&client_message, "client"), (&server_message, "server")] {
+        if let Some(name) = name {
+            let def = types.iter().find(|t| &t.rust_name == name).expect("root types are named types");
+            if !matches!(def.kind, TypeKind::Union(_) | TypeKind::Struct(_)) {
+                return Err(GenError::schema(def.pointer.clone(), format!("the {side} message type must be an object or a union of objects")));
+            }
+        }
+    }
+    Ok(Model { protocol_version, limits, title, description, types, client_message, server_message })
+}
+
+/// A name for a type made from an inline schema: the short form (`Cost`, `ItemStarted`) when no
+/// other type has it, else the long form that adds the place it was found (`UsageCost`).
+#[derive(Debug, Clone)]
+struct Hint {
+    short: String,
+    long: String,
+}
+
+impl Hint {
+    /// The hint for a schema found under `part` of the type named `parent`.
+    fn below(parent: &str, part: &str) -> Hint {
+        Hint { short: part.to_string(), long: format!("{parent}{part}") }
     }
 
-    /// The definition a node's `$ref` points at.
-    fn resolve(&self, node: &Node<'_>) -> Result<usize> {
-        let name = node.ref_target()?.ok_or_else(|| GenError::schema(node.path(), "missing $ref"))?;
-        self.index
-            .get(name.as_str())
-            .copied()
-            .ok_or_else(|| GenError::schema(node.at("$ref"), format!("reference to missing definition #/$defs/{name}")))
+    /// Both forms followed by `suffix` (`Item`, `Value`).
+    fn then(&self, suffix: &str) -> Hint {
+        Hint { short: format!("{}{suffix}", self.short), long: format!("{}{suffix}", self.long) }
+    }
+}
+
+/// A named type while the model is built.
+struct Pending<'a> {
+    rust_name: String,
+    schema_name: Option<String>,
+    node: Node<'a>,
+    kind: Option<PendingKind>,
+}
+
+/// What a named type is, before its unions are classified.
+enum PendingKind {
+    Newtype(Shape),
+    Struct(Struct),
+    Union(Vec<Member_>, Option<Union>),
+}
+
+/// One member of a union before classification.
+#[allow(non_camel_case_types)]
+struct Member_ {
+    pointer: String,
+    doc: Option<String>,
+    rust_variant: Option<String>,
+    kind: VariantKind,
+}
+
+/// The conversion state.
+struct Converter<'r, 'a> {
+    refs: &'r References<'a>,
+    types: Vec<Pending<'a>>,
+    by_pointer: HashMap<String, usize>,
+    by_canonical: HashMap<String, usize>,
+    names: HashSet<String>,
+}
+
+impl<'r, 'a> Converter<'r, 'a> {
+    fn new(refs: &'r References<'a>) -> Self {
+        Converter { refs, types: Vec::new(), by_pointer: HashMap::new(), by_canonical: HashMap::new(), names: HashSet::new() }
     }
 
-    /// Pass 2: the shape of one definition.
-    fn convert_definition(&self, def: &Definition<'a>) -> Result<Shape> {
-        let node = &def.node;
-        if node.has("anyOf") {
-            return self.union_members(node).map(Shape::Union);
+    /// Registers a root definition under its name (`x-rust-name` or the key). An alias (a
+    /// definition that is only a `$ref`) names nothing of its own.
+    fn define(&mut self, name: &str, node: &Node<'a>) -> Result<()> {
+        if is_reference(node) {
+            // An alias: references to it lead to its target.
+            return node.allow(&["$ref"], Location::Definition, "a definition that is a reference");
+        }
+        let rust_name = x_rust::type_name(node, name)?;
+        let index = self.create(node.clone(), rust_name, Some(name.to_string()), true)?;
+        self.by_pointer.insert(node.path().to_string(), index);
+        Ok(())
+    }
+
+    /// A root message type of the reference's form.
+    fn named_root(&mut self, node: Node<'a>, name: &str) -> Result<usize> {
+        let node = self.follow(node)?;
+        if let Some(&index) = self.by_pointer.get(node.path()) {
+            return Ok(index);
+        }
+        let index = self.create(node.clone(), name.to_string(), None, false)?;
+        self.by_pointer.insert(node.path().to_string(), index);
+        Ok(index)
+    }
+
+    /// Adds a named type, with a name not taken yet: an explicit name (a definition's key or an
+    /// `x-rust-name`) must be free, any other name is made unique with a number.
+    fn create(&mut self, node: Node<'a>, rust_name: String, schema_name: Option<String>, explicit: bool) -> Result<usize> {
+        if RESERVED.contains(&rust_name.as_str()) {
+            return Err(GenError::schema(
+                node.path(),
+                format!("the Rust name {rust_name} is used by the generated module itself; set x-rust-name"),
+            ));
+        }
+        let rust_name = if schema_name.is_some() || explicit {
+            if !self.names.insert(rust_name.clone()) {
+                return Err(GenError::schema(
+                    node.path(),
+                    format!("the Rust name {rust_name} is already used by another type; set x-rust-name"),
+                ));
+            }
+            rust_name
+        } else {
+            self.unique_name(&Hint { short: rust_name.clone(), long: rust_name })
+        };
+        let index = self.types.len();
+        self.by_canonical.entry(node.canonical()).or_insert(index);
+        self.types.push(Pending { rust_name, schema_name, node, kind: None });
+        Ok(index)
+    }
+
+    /// The first unused name of: the short form of `hint`, its long form, the long form with a
+    /// number from 2.
+    fn unique_name(&mut self, hint: &Hint) -> String {
+        let free = |names: &HashSet<String>, name: &str| {
+            !names.contains(name) && !RESERVED.contains(&name) && x_rust::check_ident(name, String::new()).is_ok()
+        };
+        let mut name = if free(&self.names, &hint.short) { hint.short.clone() } else { hint.long.clone() };
+        let mut n = 2;
+        while !free(&self.names, &name) {
+            name = format!("{}{n}", hint.long);
+            n += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    /// Follows `$ref`s from `node` to a schema that is not only a reference.
+    fn follow(&self, mut node: Node<'a>) -> Result<Node<'a>> {
+        let mut seen = HashSet::new();
+        while is_reference(&node) {
+            let target = node.str("$ref")?.unwrap_or_default();
+            if !seen.insert(target.to_string()) {
+                return Err(GenError::schema(node.at("$ref"), "the reference leads back to itself"));
+            }
+            node = self.refs.resolve(target, &node.at("$ref"))?;
+        }
+        Ok(node)
+    }
+
+    /// The named type made from `node` (after references): the definition it is, a type made
+    /// earlier from an identical schema, or a new type named `hint` (or, with `own_name`, its
+    /// `x-rust-name`; on a property that keyword names the field instead).
+    fn named(&mut self, node: Node<'a>, hint: &Hint, own_name: bool) -> Result<usize> {
+        let node = self.follow(node)?;
+        if let Some(&index) = self.by_pointer.get(node.path()) {
+            return Ok(index);
+        }
+        if let Some(&index) = self.by_canonical.get(&node.canonical()) {
+            return Ok(index);
+        }
+        let explicit = if own_name { x_rust::rust_name(&node)? } else { None };
+        let index = match explicit {
+            Some(name) => self.create(node.clone(), name, None, true)?,
+            None => {
+                let name = self.unique_name(hint);
+                self.names.remove(&name);
+                self.create(node.clone(), name, None, true)?
+            }
+        };
+        self.by_pointer.insert(node.path().to_string(), index);
+        Ok(index)
+    }
+
+    /// Converts every named type, including those discovered on the way.
+    fn convert_all(&mut self) -> Result<()> {
+        let mut next = 0;
+        while next < self.types.len() {
+            let node = self.types[next].node.clone();
+            let name = self.types[next].rust_name.clone();
+            let kind = self.convert_type(&node, &name)?;
+            self.types[next].kind = Some(kind);
+            next += 1;
+        }
+        Ok(())
+    }
+
+    /// The kind of the named type made from `node`.
+    fn convert_type(&mut self, node: &Node<'a>, name: &str) -> Result<PendingKind> {
+        if is_union(node) {
+            return Ok(PendingKind::Union(self.union_members(node, name)?, None));
+        }
+        if is_struct(node) {
+            return self.convert_struct(node, name).map(PendingKind::Struct);
+        }
+        self.shape(node, &Hint::below(name, ""), Location::Definition).map(PendingKind::Newtype)
+    }
+
+    /// The shape of a value schema; objects, unions and enumerations found here become named
+    /// types called `hint`.
+    fn shape(&mut self, node: &Node<'a>, hint: &Hint, location: Location) -> Result<Shape> {
+        if is_reference(node) {
+            node.allow(&["$ref"], location, "a reference")?;
+            let target = self.follow(node.clone())?;
+            if let Some(&index) = self.by_pointer.get(target.path()) {
+                return Ok(self.reference(index));
+            }
+            // A definition nested next to its use (as TypeBox writes cyclic types) is named by
+            // its key.
+            let defined = target.path().rsplit_once('/').and_then(|(parent, key)| {
+                (parent.ends_with("/$defs") || parent.ends_with("/definitions")).then(|| key.replace("~1", "/").replace("~0", "~"))
+            });
+            let hint = match defined.and_then(|key| x_rust::check_ident(&key, String::new()).ok()) {
+                Some(key) => Hint { short: key.clone(), long: key },
+                None => hint.clone(),
+            };
+            return self.shape(&target, &hint, Location::Other);
+        }
+        if node.is_unconstrained() {
+            node.allow(&[], location, "an opaque value")?;
+            return Ok(Shape::plain(TypeExpr::Payload));
+        }
+        for keyword in ["anyOf", "oneOf"] {
+            if node.has(keyword) {
+                let members = node.children(keyword)?;
+                if let [a, b] = members.as_slice() {
+                    node.allow(&[keyword], location, "a union")?;
+                    match (is_null(&self.follow(a.clone())?), is_null(&self.follow(b.clone())?)) {
+                        (false, true) => return self.nullable(a, hint),
+                        (true, false) => return self.nullable(b, hint),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if let Some(Value::Array(types)) = node.get("type") {
+            let non_null: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
+            if types.len() == 2 && non_null.len() == 1 {
+                let inner = self.typed_shape(node, non_null[0], hint, location, true)?;
+                return Ok(Shape::plain(TypeExpr::Nullable(Box::new(inner))));
+            }
+        }
+        let own_name = location != Location::Property;
+        if is_union(node) || is_struct(node) {
+            let index = self.named(node.clone(), hint, own_name)?;
+            return Ok(self.reference(index));
         }
         match node.get("type") {
-            Some(Value::String(t)) if t == "string" => {
-                node.allow(&["type", "minLength", "pattern"], Location::Definition, "a string definition")?;
-                Ok(Shape::Newtype(Newtype { rules: string_rules(node)? }))
+            Some(Value::String(ty)) => self.typed_shape(node, ty, hint, location, false),
+            Some(Value::Array(types)) if types.len() == 1 && types[0].is_string() => {
+                self.typed_shape(node, types[0].as_str().unwrap_or_default(), hint, location, false)
             }
-            Some(Value::String(t)) if t == "object" => self.convert_struct(node).map(Shape::Struct),
-            Some(_) => Err(GenError::schema(
-                node.at("type"),
-                "a definition must be a string (a newtype), an object, or an anyOf of definitions",
-            )),
-            None if node.has("$ref") => {
-                Err(GenError::schema(node.at("$ref"), "a definition cannot be an alias of another one"))
-            }
+            Some(_) => Err(GenError::schema(node.at("type"), "must be a type name or an array of type names")),
             None => {
-                node.allow(&[], Location::Definition, "a definition")?;
+                node.allow(&["type"], location, "a schema")?;
                 Err(GenError::schema(
                     node.path(),
-                    "a definition must be a string (a newtype), an object, or an anyOf of definitions",
+                    "a schema with constraints needs a type (or $ref, anyOf, oneOf, enum, const; {} for any value)",
                 ))
             }
         }
     }
 
-    /// An object definition: properties in order, literals placed, `required` checked.
-    fn convert_struct(&self, node: &Node<'a>) -> Result<Struct> {
+    /// `anyOf [<member>, {"type": "null"}]`: the member's shape, nullable.
+    fn nullable(&mut self, member: &Node<'a>, hint: &Hint) -> Result<Shape> {
+        let inner = self.shape(member, hint, Location::UnionMember)?;
+        if matches!(inner.ty, TypeExpr::Nullable(_)) {
+            return Ok(inner);
+        }
+        Ok(Shape::plain(TypeExpr::Nullable(Box::new(inner))))
+    }
+
+    /// The shape of `node` read as a value of JSON type `ty` (one of the names in its `type`).
+    /// With `lenient`, keywords of other types are ignored (they apply to the other types of a
+    /// `type` list).
+    fn typed_shape(&mut self, node: &Node<'a>, ty: &str, hint: &Hint, location: Location, lenient: bool) -> Result<Shape> {
+        let allowed: &[&str] = match ty {
+            "string" => &["type", "minLength", "maxLength", "pattern"],
+            "integer" | "number" => &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
+            "boolean" | "null" => &["type"],
+            "array" => &["type", "items", "minItems", "maxItems"],
+            "object" => &["type", "additionalProperties", "patternProperties", "properties", "required"],
+            _ => return Err(GenError::schema(node.at("type"), format!("unknown type {ty:?}"))),
+        };
+        if !lenient {
+            node.allow(allowed, location, &format!("a schema of type {ty}"))?;
+        }
+        let mut checks = Checks::default();
+        let ty = match ty {
+            "string" => {
+                checks.min_length = length(node, "minLength")?;
+                checks.max_length = length(node, "maxLength")?;
+                if let Some(pattern) = node.str("pattern")? {
+                    SchemaPattern::compile(pattern).map_err(|e| GenError::schema(node.at("pattern"), e.to_string()))?;
+                    checks.pattern = Some(pattern.to_string());
+                }
+                TypeExpr::String
+            }
+            "integer" | "number" => {
+                checks.minimum = bound(node, "minimum")?;
+                checks.maximum = bound(node, "maximum")?;
+                checks.exclusive_minimum = bound(node, "exclusiveMinimum")?;
+                checks.exclusive_maximum = bound(node, "exclusiveMaximum")?;
+                if ty == "integer" {
+                    TypeExpr::Integer
+                } else {
+                    TypeExpr::Number
+                }
+            }
+            "boolean" => TypeExpr::Boolean,
+            "null" => TypeExpr::Null,
+            "array" => {
+                checks.min_items = length(node, "minItems")?;
+                checks.max_items = length(node, "maxItems")?;
+                let items = match node.child("items")? {
+                    Some(items) => self.shape(&items, &hint.then("Item"), Location::Other)?,
+                    None => Shape::plain(TypeExpr::Payload),
+                };
+                TypeExpr::Array(Box::new(items))
+            }
+            _ => TypeExpr::Record(Box::new(self.record(node, hint)?)),
+        };
+        Ok(Shape { ty, checks })
+    }
+
+    /// An object with free keys: `additionalProperties` holding a schema, or one
+    /// `patternProperties` pattern (with `additionalProperties` false or absent).
+    fn record(&mut self, node: &Node<'a>, hint: &Hint) -> Result<Record> {
+        if let Some(Value::Object(props)) = node.get("properties") {
+            if !props.is_empty() {
+                return Err(GenError::schema(node.at("properties"), "an object with properties must set additionalProperties to false"));
+            }
+        }
+        if let Some(Value::Array(required)) = node.get("required") {
+            if !required.is_empty() {
+                return Err(GenError::schema(node.at("required"), "a record cannot require keys; use an object with properties"));
+            }
+        }
+        let value_hint = hint.then("Value");
+        match (node.get("patternProperties"), node.get("additionalProperties")) {
+            (Some(Value::Object(patterns)), extra) => {
+                let path = node.at("patternProperties");
+                let mut entries = patterns.iter();
+                let (Some((pattern, schema)), None) = (entries.next(), entries.next()) else {
+                    return Err(GenError::schema(path, "a record takes exactly one key pattern"));
+                };
+                if !matches!(extra, None | Some(Value::Bool(false))) {
+                    return Err(GenError::schema(
+                        node.at("additionalProperties"),
+                        "with patternProperties, additionalProperties must be false or absent",
+                    ));
+                }
+                let at = format!("{path}/{}", escape_pointer(pattern));
+                SchemaPattern::compile(pattern).map_err(|e| GenError::schema(at.clone(), e.to_string()))?;
+                let values = self.shape(&Node::new(schema, at)?, &value_hint, Location::Other)?;
+                Ok(Record { values, keys: Checks { pattern: Some(pattern.clone()), ..Checks::default() } })
+            }
+            (Some(_), _) => Err(GenError::schema(node.at("patternProperties"), "must be an object of pattern -> schema")),
+            (None, None) | (None, Some(Value::Bool(true))) => {
+                Ok(Record { values: Shape::plain(TypeExpr::Payload), keys: Checks::default() })
+            }
+            (None, Some(Value::Bool(false))) => unreachable!("an object with additionalProperties false is a struct"),
+            (None, Some(schema)) => {
+                let values = self.shape(&Node::new(schema, node.at("additionalProperties"))?, &value_hint, Location::Other)?;
+                Ok(Record { values, keys: Checks::default() })
+            }
+        }
+    }
+
+    /// An object with properties: literals placed, `required` checked, fields typed.
+    fn convert_struct(&mut self, node: &Node<'a>, name: &str) -> Result<Struct> {
         node.allow(&["type", "properties", "required", "additionalProperties"], Location::Definition, "an object")?;
+        match node.get("type") {
+            None => {}
+            Some(Value::String(t)) if t == "object" => {}
+            Some(_) => return Err(GenError::schema(node.at("type"), "an object with properties has type object")),
+        }
+        static NO_PROPERTIES: std::sync::OnceLock<serde_json::Map<String, Value>> = std::sync::OnceLock::new();
+        let properties: &'a serde_json::Map<String, Value> = match node.get("properties") {
+            None => NO_PROPERTIES.get_or_init(serde_json::Map::new),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(GenError::schema(node.at("properties"), "must be an object")),
+        };
         match node.get("additionalProperties") {
             Some(Value::Bool(false)) => {}
             None => {
                 return Err(GenError::schema(
                     node.at("additionalProperties"),
-                    "missing: every object must set additionalProperties to false",
+                    "missing: every object with properties must set additionalProperties to false (the protocol \
+                     rejects unknown keys)",
                 ))
             }
             Some(_) => {
                 return Err(GenError::schema(
                     node.at("additionalProperties"),
-                    "must be false: every object rejects unknown properties",
+                    "must be false: an object has either properties or free keys (a record), not both",
                 ))
             }
         }
-        let properties = match node.get("properties") {
-            None => serde_json::Map::new(),
-            Some(Value::Object(map)) => map.clone(),
-            Some(_) => return Err(GenError::schema(node.at("properties"), "must be an object")),
-        };
-        let required = required_keys(node, &properties)?;
+        let required = required_keys(node, properties)?;
         let props_path = node.at("properties");
-
         let mut members: Vec<Member> = Vec::with_capacity(properties.len());
         let mut rust_names: HashMap<String, String> = HashMap::new();
-        for (key, value) in &properties {
-            let path = format!("{props_path}/{}", crate::schema::escape_pointer(key));
+        for (key, value) in properties {
+            let path = format!("{props_path}/{}", escape_pointer(key));
             let prop = Node::new(value, path)?;
             let is_required = required.contains(&key.as_str());
-            let member = if prop.has("const") {
-                let after = match members.iter().any(|m| matches!(m, Member::Field(_))) {
-                    true => members.last().map(|m| m.key().to_string()),
-                    false => None,
-                };
-                Member::Literal(convert_literal(&prop, key, is_required, after)?)
-            } else {
-                let field = self.convert_field(&prop, key, is_required)?;
-                if let Some(other) = rust_names.insert(field.rust_name.clone(), key.clone()) {
-                    return Err(GenError::schema(
-                        prop.path(),
-                        format!(
-                            "the Rust field name {} is already used by property {other:?}; set x-rust-name",
-                            field.rust_name
-                        ),
-                    ));
+            let target = self.follow(prop.clone())?;
+            if let Some(value) = literal_of(&target)? {
+                if !is_required {
+                    return Err(GenError::schema(prop.path(), "a const property must be listed in required"));
                 }
-                Member::Field(field)
-            };
-            members.push(member);
+                let value = match value {
+                    LiteralValue::Null => None,
+                    other => Some(other),
+                };
+                if let Some(value) = value {
+                    let after = match members.iter().any(|m| matches!(m, Member::Field(_))) {
+                        true => members.last().map(|m| m.key().to_string()),
+                        false => None,
+                    };
+                    members.push(Member::Literal(Literal { key: key.clone(), value, after }));
+                    continue;
+                }
+            }
+            let rust_name = x_rust::field_name(&prop, key)?;
+            if let Some(other) = rust_names.insert(rust_name.clone(), key.clone()) {
+                return Err(GenError::schema(
+                    prop.path(),
+                    format!("the Rust field name {rust_name} is already used by property {other:?}; set x-rust-name"),
+                ));
+            }
+            let hint = Hint::below(name, &x_rust::to_upper_camel(key).unwrap_or_else(|| "Field".to_string()));
+            let shape = self.shape(&prop, &hint, Location::Property)?;
+            members.push(Member::Field(Field {
+                key: key.clone(),
+                rust_name,
+                doc: prop.description()?,
+                shape,
+                optional: !is_required,
+                pointer: prop.path().to_string(),
+            }));
         }
         Ok(Struct { members })
     }
 
-    /// A stored property.
-    fn convert_field(&self, prop: &Node<'a>, key: &str, required: bool) -> Result<Field> {
-        let rust_name = x_rust::field_name(prop, key)?;
-        let doc = prop.description()?;
-        let (ty, nullable) = if prop.has("anyOf") {
-            prop.allow(&["anyOf"], Location::Property, "a nullable property")?;
-            let inner = nullable_inner(prop)?;
-            if !required {
-                return Err(GenError::schema(
-                    prop.path(),
-                    "a nullable property must be required (optional and nullable together is not supported)",
-                ));
+    /// The members of a union: `anyOf`/`oneOf` members, `enum` values, a `const`, or the types
+    /// of a `type` list.
+    fn union_members(&mut self, node: &Node<'a>, name: &str) -> Result<Vec<Member_>> {
+        if matches!(node.get("type"), Some(Value::Array(_))) {
+            let Some(Value::Array(types)) = node.get("type") else { unreachable!("a type list") };
+            let mut all = Vec::new();
+            for t in types {
+                let t = t.as_str().ok_or_else(|| GenError::schema(node.at("type"), "must list type names"))?;
+                let hint = Hint::below(name, &x_rust::to_upper_camel(t).unwrap_or_default());
+                let kind = VariantKind::Value(self.typed_shape(node, t, &hint, Location::Definition, true)?);
+                all.push(Member_ { pointer: node.path().to_string(), doc: None, rust_variant: None, kind });
             }
-            (self.field_type(&inner, Location::Other)?, true)
+            let mut known: Vec<&str> = vec!["type"];
+            for t in types.iter().filter_map(Value::as_str) {
+                known.extend(match t {
+                    "string" => &["minLength", "maxLength", "pattern"][..],
+                    "integer" | "number" => &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"][..],
+                    "array" => &["items", "minItems", "maxItems"][..],
+                    "object" => &["additionalProperties", "patternProperties", "properties", "required"][..],
+                    _ => &[][..],
+                });
+            }
+            node.allow(&known, Location::Definition, "a schema with a type list")?;
+            return Ok(all);
+        }
+        if let Some(value) = literal_of(node)? {
+            node.allow(&["type", "const", "enum"], Location::Definition, "a literal")?;
+            return Ok(vec![Member_ { pointer: node.path().to_string(), doc: None, rust_variant: None, kind: VariantKind::Literal(value) }]);
+        }
+        if node.has("enum") {
+            node.allow(&["type", "enum"], Location::Definition, "an enumeration")?;
+            return enum_values(node)?
+                .into_iter()
+                .map(|(pointer, value)| Ok(Member_ { pointer, doc: None, rust_variant: None, kind: VariantKind::Literal(value) }))
+                .collect();
+        }
+        let keyword = if node.has("anyOf") { "anyOf" } else { "oneOf" };
+        node.allow(&[keyword], Location::Definition, "a union")?;
+        let members = node.children(keyword)?;
+        let hints = member_hints(self, name, &members)?;
+        let mut out = Vec::with_capacity(members.len());
+        for (member, hint) in members.iter().zip(hints) {
+            let rust_variant = x_rust::variant_name(member)?;
+            let doc = member.description()?;
+            let target = self.follow(member.clone())?;
+            if let Some(value) = literal_of(&target)? {
+                out.push(Member_ { pointer: member.path().to_string(), doc, rust_variant, kind: VariantKind::Literal(value) });
+                continue;
+            }
+            if target.has("enum") && !target.has("anyOf") {
+                for (pointer, value) in enum_values(&target)? {
+                    out.push(Member_ { pointer, doc: doc.clone(), rust_variant: None, kind: VariantKind::Literal(value) });
+                }
+                continue;
+            }
+            let shape = self.shape(member, &hint, Location::UnionMember)?;
+            out.push(Member_ { pointer: member.path().to_string(), doc, rust_variant, kind: VariantKind::Value(shape) });
+        }
+        Ok(out)
+    }
+
+    /// Classifies every union (pass 3).
+    fn classify_all(&mut self) -> Result<()> {
+        for index in 0..self.types.len() {
+            if let Some(PendingKind::Union(members, None)) = &self.types[index].kind {
+                let union = self.classify(index, members)?;
+                if let Some(PendingKind::Union(_, slot)) = &mut self.types[index].kind {
+                    *slot = Some(union);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides how union `index` is told apart and names its variants.
+    fn classify(&self, index: usize, members: &[Member_]) -> Result<Union> {
+        let pointer = self.types[index].node.path().to_string();
+        let types: Vec<u8> = members
+            .iter()
+            .map(|m| match &m.kind {
+                VariantKind::Literal(value) => Ok(literal_json_type(value)),
+                VariantKind::Value(shape) => self.shape_types(shape, &mut vec![index]),
+            })
+            .collect::<Result<_>>()?;
+        // Literals: distinct values, and no other member of their JSON type.
+        for (a, ma) in members.iter().enumerate() {
+            for (b, mb) in members.iter().enumerate().take(a) {
+                let overlap = types[a] & types[b];
+                if overlap == 0 {
+                    continue;
+                }
+                match (&ma.kind, &mb.kind) {
+                    (VariantKind::Literal(x), VariantKind::Literal(y)) if x == y => {
+                        return Err(GenError::schema(ma.pointer.clone(), format!("the value {x} is listed twice")));
+                    }
+                    (VariantKind::Literal(_), VariantKind::Literal(_)) => {}
+                    (VariantKind::Value(_), VariantKind::Value(_)) if overlap == json_type::OBJECT && types[a] == json_type::OBJECT && types[b] == json_type::OBJECT => {}
+                    _ => {
+                        return Err(GenError::schema(
+                            pointer.clone(),
+                            format!(
+                                "members {b} and {a} can both hold a {}: a decoder could not tell them apart",
+                                json_type::describe(overlap)
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
+        let objects: Vec<usize> = (0..members.len()).filter(|&i| types[i] == json_type::OBJECT).collect();
+        let (dispatch, tags) = if objects.len() < 2 {
+            (Dispatch::ByType, vec![Vec::new(); members.len()])
         } else {
-            (self.field_type(prop, Location::Property)?, false)
+            self.object_dispatch(index, members, &objects, &pointer)?
         };
-        Ok(Field { key: key.to_string(), rust_name, doc, ty, optional: !required, nullable })
-    }
-
-    /// The value type of a property schema.
-    fn field_type(&self, node: &Node<'a>, location: Location) -> Result<FieldType> {
-        if node.has("$ref") {
-            node.allow(&["$ref"], location, "a $ref")?;
-            let target = self.resolve(node)?;
-            return Ok(FieldType::Named(self.defs[target].rust_name.clone()));
-        }
-        if node.is_unconstrained() {
-            node.allow(&[], location, "an opaque value")?;
-            return Ok(FieldType::Payload);
-        }
-        if node.has("anyOf") {
-            return Err(GenError::schema(
-                node.at("anyOf"),
-                "an anyOf inside a property must be [<schema>, {\"type\": \"null\"}]; define unions in $defs",
-            ));
-        }
-        let ty = match node.get("type") {
-            None => {
-                node.allow(&["type"], location, "a property")?;
-                return Err(GenError::schema(node.path(), "a property must be {}, a $ref, or have a type"));
-            }
-            Some(Value::String(ty)) => ty.as_str(),
-            Some(_) => return Err(GenError::schema(node.at("type"), "must be a single type name")),
-        };
-        let type_path = node.at("type");
-        match ty {
-            "string" => {
-                node.allow(&["type", "minLength", "pattern"], location, "a string property")?;
-                Ok(FieldType::String(string_rules(node)?))
-            }
-            "integer" => {
-                node.allow(&["type", "minimum"], location, "an integer property")?;
-                let minimum = match node.get("minimum") {
-                    None => None,
-                    Some(v) => Some(integral(v).ok_or_else(|| {
-                        GenError::schema(node.at("minimum"), "must be an integer (no fractional minimum)")
-                    })?),
-                };
-                Ok(FieldType::Integer { minimum })
-            }
-            "boolean" => {
-                node.allow(&["type"], location, "a boolean property")?;
-                Ok(FieldType::Bool)
-            }
-            "number" => Err(GenError::schema(
-                type_path,
-                "a non-const number property is not supported; use type integer for integer values",
-            )),
-            "object" => Err(GenError::schema(
-                type_path,
-                "inline object schemas are not supported; define the object in $defs and use $ref",
-            )),
-            "null" => Err(GenError::schema(type_path, "a property that only holds null is not supported")),
-            _ => Err(GenError::schema(type_path, "unsupported type")),
-        }
-    }
-
-    /// The members of a union definition, each a `$ref` to an object or another union.
-    fn union_members(&self, node: &Node<'a>) -> Result<Vec<UnionMember>> {
-        node.allow(&["anyOf"], Location::Definition, "a union definition")?;
-        let path = node.at("anyOf");
-        let items = match node.get("anyOf") {
-            Some(Value::Array(items)) if !items.is_empty() => items,
-            _ => return Err(GenError::schema(path, "must be a non-empty array")),
-        };
-        let mut members = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let member = Node::new(item, format!("{path}/{i}"))?;
-            if is_null_schema(&member) {
-                return Err(GenError::schema(
-                    member.path(),
-                    "a nullable definition is not supported; write anyOf [<schema>, {\"type\": \"null\"}] in the property",
-                ));
-            }
-            if !member.has("$ref") {
-                return Err(GenError::schema(member.path(), "a union member must be a $ref to a definition"));
-            }
-            member.allow(&["$ref"], Location::UnionMember, "a union member")?;
-            let target = self.resolve(&member)?;
-            if matches!(self.shape_of(target), Some(ShapeKind::Newtype)) {
-                return Err(GenError::schema(
-                    member.at("$ref"),
-                    "a union member must be an object or a union, not a string",
-                ));
-            }
-            members.push(UnionMember {
-                path: member.path().to_string(),
-                target,
-                rust_variant: x_rust::variant_name(&member)?,
-                doc: member.description()?,
-            });
-        }
-        Ok(members)
-    }
-
-    /// What kind of definition `i` is, from its keywords (usable before pass 2 finished).
-    fn shape_of(&self, i: usize) -> Option<ShapeKind> {
-        let node = &self.defs[i].node;
-        if node.has("anyOf") {
-            return Some(ShapeKind::Union);
-        }
-        match node.get("type").and_then(Value::as_str) {
-            Some("string") => Some(ShapeKind::Newtype),
-            Some("object") => Some(ShapeKind::Struct),
-            _ => None,
-        }
-    }
-
-    /// Pass 3: decides how union definition `i` is told apart and names its variants.
-    fn classify(&self, i: usize, members: &[UnionMember]) -> Result<Union> {
-        let node = &self.defs[i].node;
-        let any_of = node.at("anyOf");
-        let mut literal_sets = Vec::with_capacity(members.len());
-        for member in members {
-            literal_sets.push(self.shared_literals(member.target, &mut vec![i])?);
-        }
-        let tag = literal_sets[0].iter().map(|(k, _)| k.as_str()).find(|key| {
-            let values: Option<Vec<&LiteralValue>> =
-                literal_sets.iter().map(|set| set.iter().find(|(k, _)| k == key).map(|(_, v)| v)).collect();
-            values.is_some_and(|vs| vs.iter().enumerate().all(|(a, va)| vs[..a].iter().all(|vb| vb != va)))
-        });
-
-        let kind =
-            match tag {
-                Some(key) => UnionKind::Tagged { key: key.to_string() },
-                None => {
-                    let mut structs = Vec::with_capacity(members.len());
-                    for member in members {
-                        match &self.shapes[member.target] {
-                            Shape::Struct(s) => structs.push(s),
-                            _ => return Err(GenError::schema(
-                                member.path.clone(),
-                                "no const property tells the members apart, and a member that is a union can only be \
-                                 told apart by a const all its variants share",
-                            )),
-                        }
-                    }
-                    for a in 0..structs.len() {
-                        for b in 0..a {
-                            if key_sets_overlap(structs[a], structs[b]) {
-                                return Err(GenError::schema(
-                                    any_of,
-                                    format!(
-                                    "members {b} and {a} can match the same map: no const property tells them apart \
-                                     and their key sets overlap"
-                                ),
-                                ));
-                            }
-                        }
-                    }
-                    UnionKind::KeySet
-                }
-            };
-
+        let union_name = &self.types[index].rust_name;
         let mut variants: Vec<Variant> = Vec::with_capacity(members.len());
-        for (member, literals) in members.iter().zip(&literal_sets) {
-            let target = &self.defs[member.target];
-            let tag_value = match &kind {
-                UnionKind::Tagged { key } => literals.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()),
-                UnionKind::KeySet => None,
+        let mut used: HashSet<String> = HashSet::new();
+        for (i, member) in members.iter().enumerate() {
+            let base = match (&member.rust_variant, &member.kind) {
+                (Some(name), _) => name.clone(),
+                (None, VariantKind::Literal(value)) => literal_variant_name(value),
+                (None, VariantKind::Value(shape)) => {
+                    let from_tags: String = tags[i]
+                        .iter()
+                        .filter_map(|(key, v)| match v {
+                            LiteralValue::String(s) => x_rust::to_upper_camel(s),
+                            other => x_rust::to_upper_camel(key).map(|k| format!("{k}{}", literal_variant_name(other))),
+                        })
+                        .collect();
+                    if !from_tags.is_empty() && x_rust::check_ident(&from_tags, String::new()).is_ok() {
+                        from_tags
+                    } else {
+                        self.shape_variant_name(shape, union_name)
+                    }
+                }
             };
-            let rust_name = member
-                .rust_variant
-                .clone()
-                .or_else(|| match &tag_value {
-                    Some(LiteralValue::String(s)) => x_rust::variant_name_from_tag(s),
-                    _ => None,
-                })
-                .unwrap_or_else(|| target.rust_name.clone());
-            if variants.iter().any(|v| v.rust_name == rust_name) {
-                return Err(GenError::schema(
-                    member.path.clone(),
-                    format!("the variant name {rust_name} is used twice; set x-rust-variant"),
-                ));
+            if member.rust_variant.is_some() && used.contains(&base) {
+                return Err(GenError::schema(member.pointer.clone(), format!("the variant name {base} is used twice; set x-rust-variant")));
             }
+            let mut name = base.clone();
+            let mut n = 2;
+            while used.contains(&name) {
+                name = format!("{base}{n}");
+                n += 1;
+            }
+            used.insert(name.clone());
             variants.push(Variant {
-                rust_name,
-                target: target.rust_name.clone(),
-                target_schema_name: target.schema_name.to_string(),
+                rust_name: name,
                 doc: member.doc.clone(),
-                tag_value,
+                kind: member.kind.clone(),
+                tags: tags[i].clone(),
+                pointer: member.pointer.clone(),
             });
         }
-        Ok(Union { kind, variants })
+        Ok(Union { dispatch, variants })
     }
 
-    /// The literals definition `i` always carries: a struct's own, or those every variant of a
-    /// union shares (same key, same value), in the order of the first variant.
-    fn shared_literals(&self, i: usize, stack: &mut Vec<usize>) -> Result<Vec<(String, LiteralValue)>> {
-        match &self.shapes[i] {
-            Shape::Struct(s) => Ok(s.literals().map(|l| (l.key.clone(), l.value.clone())).collect()),
-            Shape::Newtype(_) => Ok(Vec::new()),
-            Shape::Union(members) => {
-                if stack.contains(&i) {
-                    return Err(GenError::schema(self.defs[i].node.at("anyOf"), "the union contains itself"));
+    /// How the object members of a union are told apart, and each member's tag values.
+    fn object_dispatch(
+        &self,
+        index: usize,
+        members: &[Member_],
+        objects: &[usize],
+        pointer: &str,
+    ) -> Result<(Dispatch, Vec<Vec<(String, LiteralValue)>>)> {
+        let mut literal_sets: Vec<Vec<(String, LiteralValue)>> = vec![Vec::new(); members.len()];
+        for &i in objects {
+            let VariantKind::Value(shape) = &members[i].kind else { unreachable!("objects are values") };
+            literal_sets[i] = self.shape_literals(shape, &mut vec![index])?;
+        }
+        let value_at = |i: usize, key: &str| literal_sets[i].iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        // Candidate keys in order of first appearance.
+        let mut candidates: Vec<&str> = Vec::new();
+        for &i in objects {
+            for (key, _) in &literal_sets[i] {
+                if !candidates.contains(&key.as_str()) {
+                    candidates.push(key);
                 }
-                stack.push(i);
+            }
+        }
+        let separates = |key: &str, a: usize, b: usize| matches!((value_at(a, key), value_at(b, key)), (Some(x), Some(y)) if x != y);
+        let tag_values = |keys: &[&str]| -> Vec<Vec<(String, LiteralValue)>> {
+            (0..members.len())
+                .map(|i| keys.iter().filter_map(|k| value_at(i, k).map(|v| (k.to_string(), v.clone()))).collect())
+                .collect()
+        };
+        // One key with a literal in every object member, a different value in each.
+        if let Some(key) = candidates.iter().find(|key| {
+            objects.iter().all(|&a| value_at(a, key).is_some())
+                && objects.iter().enumerate().all(|(x, &a)| objects[..x].iter().all(|&b| separates(key, a, b)))
+        }) {
+            return Ok((Dispatch::Tag(key.to_string()), tag_values(&[key])));
+        }
+        // Several keys: every two members told apart by one of them.
+        let mut chosen: Vec<&str> = Vec::new();
+        let mut all_separated = true;
+        'pairs: for (x, &a) in objects.iter().enumerate() {
+            for &b in &objects[..x] {
+                if chosen.iter().any(|k| separates(k, a, b)) {
+                    continue;
+                }
+                match candidates.iter().find(|k| separates(k, a, b)) {
+                    Some(k) => chosen.push(k),
+                    None => {
+                        all_separated = false;
+                        break 'pairs;
+                    }
+                }
+            }
+        }
+        if all_separated {
+            let ordered: Vec<&str> = candidates.iter().copied().filter(|k| chosen.contains(k)).collect();
+            return Ok((Dispatch::Tags(ordered.iter().map(|k| k.to_string()).collect()), tag_values(&ordered)));
+        }
+        // Key sets: every member a struct, no map fitting two of them.
+        let mut structs = Vec::with_capacity(objects.len());
+        for &i in objects {
+            match &members[i].kind {
+                VariantKind::Value(Shape { ty: TypeExpr::Named { name, .. }, .. }) => match self.kind_of(name) {
+                    Some(PendingKind::Struct(s)) => structs.push((i, s)),
+                    _ => {
+                        return Err(GenError::schema(
+                            members[i].pointer.clone(),
+                            "no const property tells this member apart from the others, and it is not a plain object \
+                             whose keys could",
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(GenError::schema(
+                        members[i].pointer.clone(),
+                        "a record cannot share a union with other objects: no key tells them apart",
+                    ))
+                }
+            }
+        }
+        for (x, (a, sa)) in structs.iter().enumerate() {
+            for (b, sb) in &structs[..x] {
+                if key_sets_overlap(sa, sb) {
+                    return Err(GenError::schema(
+                        pointer,
+                        format!(
+                            "members {b} and {a} can match the same map: no const property tells them apart and their \
+                             key sets overlap"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok((Dispatch::KeySet, vec![Vec::new(); members.len()]))
+    }
+
+    /// A reference to named type `index`.
+    fn reference(&self, index: usize) -> Shape {
+        Shape::plain(TypeExpr::Named { name: self.types[index].rust_name.clone(), boxed: false })
+    }
+
+    fn kind_of(&self, rust_name: &str) -> Option<&PendingKind> {
+        self.types.iter().find(|t| t.rust_name == rust_name).and_then(|t| t.kind.as_ref())
+    }
+
+    fn index_of(&self, rust_name: &str) -> usize {
+        self.types.iter().position(|t| t.rust_name == rust_name).expect("named types exist")
+    }
+
+    /// The JSON types a value of `shape` can have; `stack` guards against unions containing
+    /// themselves.
+    fn shape_types(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<u8> {
+        Ok(match &shape.ty {
+            TypeExpr::Named { name, .. } => {
+                let index = self.index_of(name);
+                match &self.types[index].kind {
+                    Some(PendingKind::Struct(_)) => json_type::OBJECT,
+                    Some(PendingKind::Newtype(inner)) => self.shape_types(inner, stack)?,
+                    Some(PendingKind::Union(members, _)) => {
+                        if stack.contains(&index) {
+                            return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
+                        }
+                        stack.push(index);
+                        let mut all = 0;
+                        for member in members {
+                            all |= match &member.kind {
+                                VariantKind::Literal(value) => literal_json_type(value),
+                                VariantKind::Value(shape) => self.shape_types(shape, stack)?,
+                            };
+                        }
+                        stack.pop();
+                        all
+                    }
+                    None => json_type::ANY,
+                }
+            }
+            TypeExpr::String => json_type::STRING,
+            TypeExpr::Integer | TypeExpr::Number => json_type::NUMBER,
+            TypeExpr::Boolean => json_type::BOOLEAN,
+            TypeExpr::Null => json_type::NULL,
+            TypeExpr::Payload => json_type::ANY,
+            TypeExpr::Array(_) => json_type::ARRAY,
+            TypeExpr::Record(_) => json_type::OBJECT,
+            TypeExpr::Nullable(inner) => self.shape_types(inner, stack)? | json_type::NULL,
+        })
+    }
+
+    /// The literals every map of `shape` carries: a struct's own, or those every variant of a
+    /// union shares (same key, same value), in the order of the first variant.
+    fn shape_literals(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<Vec<(String, LiteralValue)>> {
+        let TypeExpr::Named { name, .. } = &shape.ty else { return Ok(Vec::new()) };
+        let index = self.index_of(name);
+        match &self.types[index].kind {
+            Some(PendingKind::Struct(s)) => Ok(s.literals().map(|l| (l.key.clone(), l.value.clone())).collect()),
+            Some(PendingKind::Union(members, _)) => {
+                if stack.contains(&index) {
+                    return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
+                }
+                stack.push(index);
                 let mut shared: Option<Vec<(String, LiteralValue)>> = None;
                 for member in members {
-                    let set = self.shared_literals(member.target, stack)?;
+                    let set = match &member.kind {
+                        VariantKind::Value(shape) => self.shape_literals(shape, stack)?,
+                        VariantKind::Literal(_) => Vec::new(),
+                    };
                     shared = Some(match shared {
                         None => set,
                         Some(prev) => prev.into_iter().filter(|entry| set.contains(entry)).collect(),
@@ -459,15 +921,359 @@ impl<'a> Context<'a> {
                 stack.pop();
                 Ok(shared.unwrap_or_default())
             }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// A variant name for a member that has no tag: the type's name (without the union's name
+    /// in front), or the JSON type of an unnamed shape.
+    fn shape_variant_name(&self, shape: &Shape, union_name: &str) -> String {
+        match &shape.ty {
+            TypeExpr::Named { name, .. } => name
+                .strip_prefix(union_name)
+                .filter(|rest| x_rust::check_ident(rest, String::new()).is_ok() && rest.starts_with(char::is_uppercase))
+                .unwrap_or(name)
+                .to_string(),
+            TypeExpr::String => "String".to_string(),
+            TypeExpr::Integer => "Integer".to_string(),
+            TypeExpr::Number => "Number".to_string(),
+            TypeExpr::Boolean => "Boolean".to_string(),
+            TypeExpr::Null => "Null".to_string(),
+            TypeExpr::Payload => "Value".to_string(),
+            TypeExpr::Array(_) => "Array".to_string(),
+            TypeExpr::Record(_) => "Record".to_string(),
+            TypeExpr::Nullable(inner) => self.shape_variant_name(inner, union_name),
+        }
+    }
+
+    /// Boxes every reference that lies on a cycle of direct containment (pass 4).
+    fn box_cycles(&mut self) {
+        let edges: Vec<Vec<usize>> = (0..self.types.len())
+            .map(|i| {
+                let mut out = Vec::new();
+                match &self.types[i].kind {
+                    Some(PendingKind::Struct(s)) => s.fields().for_each(|f| self.direct(&f.shape, &mut out)),
+                    Some(PendingKind::Newtype(shape)) => self.direct(shape, &mut out),
+                    Some(PendingKind::Union(_, Some(u))) => u.variants.iter().for_each(|v| {
+                        if let VariantKind::Value(shape) = &v.kind {
+                            self.direct(shape, &mut out);
+                        }
+                    }),
+                    _ => {}
+                }
+                out
+            })
+            .collect();
+        let component = strongly_connected(&edges);
+        for i in 0..self.types.len() {
+            let on_cycle = |target: usize| component[target] == component[i] && (i != target || edges[i].contains(&i));
+            let cyclic: HashSet<String> =
+                edges[i].iter().filter(|&&t| on_cycle(t)).map(|&t| self.types[t].rust_name.clone()).collect();
+            if cyclic.is_empty() {
+                continue;
+            }
+            match &mut self.types[i].kind {
+                Some(PendingKind::Struct(s)) => {
+                    for member in &mut s.members {
+                        if let Member::Field(f) = member {
+                            box_direct(&mut f.shape, &cyclic);
+                        }
+                    }
+                }
+                Some(PendingKind::Newtype(shape)) => box_direct(shape, &cyclic),
+                Some(PendingKind::Union(_, Some(u))) => {
+                    for v in &mut u.variants {
+                        if let VariantKind::Value(shape) = &mut v.kind {
+                            box_direct(shape, &cyclic);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The named types `shape` holds directly (not behind an array or a record).
+    fn direct(&self, shape: &Shape, out: &mut Vec<usize>) {
+        match &shape.ty {
+            TypeExpr::Named { name, .. } => out.push(self.index_of(name)),
+            TypeExpr::Nullable(inner) => self.direct(inner, out),
+            _ => {}
+        }
+    }
+
+    /// The finished named types.
+    fn finish(self) -> Result<Vec<TypeDef>> {
+        self.types
+            .into_iter()
+            .map(|t| {
+                let kind = match t.kind {
+                    Some(PendingKind::Newtype(shape)) => TypeKind::Newtype(shape),
+                    Some(PendingKind::Struct(s)) => TypeKind::Struct(s),
+                    Some(PendingKind::Union(_, Some(u))) => TypeKind::Union(u),
+                    _ => unreachable!("every type is converted and classified"),
+                };
+                Ok(TypeDef {
+                    rust_name: t.rust_name,
+                    schema_name: t.schema_name,
+                    pointer: t.node.path().to_string(),
+                    doc: t.node.description()?,
+                    kind,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Marks the references of `shape` to the types in `cyclic` as boxed.
+fn box_direct(shape: &mut Shape, cyclic: &HashSet<String>) {
+    match &mut shape.ty {
+        TypeExpr::Named { name, boxed } if cyclic.contains(name.as_str()) => *boxed = true,
+        TypeExpr::Nullable(inner) => box_direct(inner, cyclic),
+        _ => {}
+    }
+}
+
+/// Tarjan's algorithm: the strongly connected component of every node.
+fn strongly_connected(edges: &[Vec<usize>]) -> Vec<usize> {
+    struct State<'e> {
+        edges: &'e [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        component: Vec<usize>,
+        components: usize,
+    }
+    fn visit(s: &mut State<'_>, v: usize) {
+        s.index[v] = Some(s.next);
+        s.low[v] = s.next;
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack[v] = true;
+        for &w in &s.edges[v] {
+            match s.index[w] {
+                None => {
+                    visit(s, w);
+                    s.low[v] = s.low[v].min(s.low[w]);
+                }
+                Some(iw) if s.on_stack[w] => s.low[v] = s.low[v].min(iw),
+                Some(_) => {}
+            }
+        }
+        if Some(s.low[v]) == s.index[v] {
+            while let Some(w) = s.stack.pop() {
+                s.on_stack[w] = false;
+                s.component[w] = s.components;
+                if w == v {
+                    break;
+                }
+            }
+            s.components += 1;
+        }
+    }
+    let n = edges.len();
+    let mut s = State {
+        edges,
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        component: vec![0; n],
+        components: 0,
+    };
+    for v in 0..n {
+        if s.index[v].is_none() {
+            visit(&mut s, v);
+        }
+    }
+    s.component
+}
+
+/// Whether `node` is only a reference (with annotations, `$defs`, `$id` and `x-` keywords).
+fn is_reference(node: &Node<'_>) -> bool {
+    node.has("$ref")
+}
+
+/// Whether `node` is an object with a fixed set of keys (a struct): it has properties, or it is
+/// an object refusing every key.
+fn is_struct(node: &Node<'_>) -> bool {
+    let object_type = match node.get("type") {
+        None => true,
+        Some(Value::String(t)) => t == "object",
+        Some(_) => false,
+    };
+    let has_properties = matches!(node.get("properties"), Some(Value::Object(p)) if !p.is_empty());
+    let closed = node.get("additionalProperties") == Some(&Value::Bool(false)) && node.get("type").is_some();
+    object_type && !node.has("patternProperties") && (has_properties || closed)
+}
+
+/// Whether `node` is a union that becomes a named enum: `anyOf`/`oneOf` (other than a value
+/// or `null`), `enum`/`const`, or a `type` list (other than `[T, "null"]`).
+fn is_union(node: &Node<'_>) -> bool {
+    let pair_with_null = |items: &[Value]| items.len() == 2 && items.iter().any(|m| m.get("type") == Some(&Value::String("null".into())) && m.as_object().is_some_and(|o| o.len() == 1));
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(items)) = node.get(keyword) {
+            return !pair_with_null(items);
+        }
+    }
+    if let Some(Value::Array(types)) = node.get("type") {
+        let nulls = types.iter().filter(|t| t.as_str() == Some("null")).count();
+        return types.len() > 2 || (types.len() == 2 && nulls != 1);
+    }
+    node.has("enum") || node.has("const")
+}
+
+/// Whether `node` is exactly `{"type": "null"}` (or `{"const": null}`), annotations aside.
+fn is_null(node: &Node<'_>) -> bool {
+    let only = |keys: &[&str]| node.keys().all(|k| keys.contains(&k) || crate::schema::ANNOTATIONS.contains(&k));
+    (node.get("type").and_then(Value::as_str) == Some("null") && only(&["type"]))
+        || (node.get("const") == Some(&Value::Null) && only(&["const", "type"]))
+}
+
+/// The literal a schema stands for: a `const` (with a `type` that agrees, if any), or an
+/// `enum` of one value.
+fn literal_of(node: &Node<'_>) -> Result<Option<LiteralValue>> {
+    let value = match (node.get("const"), node.get("enum")) {
+        (Some(value), _) => (value, node.at("const")),
+        (None, Some(Value::Array(values))) if values.len() == 1 => (&values[0], format!("{}/0", node.at("enum"))),
+        _ => return Ok(None),
+    };
+    let literal = literal_value(value.0, &value.1)?;
+    if let Some(ty) = node.get("type") {
+        let fits = match (ty.as_str(), &literal) {
+            (Some("string"), LiteralValue::String(_)) | (Some("boolean"), LiteralValue::Bool(_)) | (Some("null"), LiteralValue::Null) => true,
+            (Some("number"), LiteralValue::Number(_)) => true,
+            (Some("integer"), LiteralValue::Number(n)) => n.fract() == 0.0,
+            _ => false,
+        };
+        if !fits {
+            return Err(GenError::schema(value.1, format!("the value does not have type {ty}")));
+        }
+    }
+    Ok(Some(literal))
+}
+
+/// A JSON scalar as a literal.
+fn literal_value(value: &Value, path: &str) -> Result<LiteralValue> {
+    Ok(match value {
+        Value::String(s) => LiteralValue::String(s.clone()),
+        Value::Bool(b) => LiteralValue::Bool(*b),
+        Value::Null => LiteralValue::Null,
+        Value::Number(n) => {
+            let f = n.as_f64().filter(|f| pi_protocol_runtime::Number::new(*f).is_some()).ok_or_else(|| {
+                GenError::schema(path, "a number literal must be finite and, when integral, within +-(2^53 - 1)")
+            })?;
+            LiteralValue::Number(if f == 0.0 { 0.0 } else { f })
+        }
+        _ => return Err(GenError::schema(path, "a literal must be a string, boolean, number or null")),
+    })
+}
+
+/// The values of an `enum`, with their pointers.
+fn enum_values(node: &Node<'_>) -> Result<Vec<(String, LiteralValue)>> {
+    let path = node.at("enum");
+    let Some(Value::Array(values)) = node.get("enum") else {
+        return Err(GenError::schema(path, "must be a non-empty array of values"));
+    };
+    if values.is_empty() {
+        return Err(GenError::schema(path, "must be a non-empty array of values"));
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let at = format!("{path}/{i}");
+            literal_value(v, &at).map(|value| (at, value))
+        })
+        .collect()
+}
+
+/// The JSON type of a literal.
+fn literal_json_type(value: &LiteralValue) -> u8 {
+    match value {
+        LiteralValue::String(_) => json_type::STRING,
+        LiteralValue::Bool(_) => json_type::BOOLEAN,
+        LiteralValue::Number(_) => json_type::NUMBER,
+        LiteralValue::Null => json_type::NULL,
+    }
+}
+
+/// The variant name of a literal: `item_started` -> `ItemStarted`, `true` -> `True`, `8` ->
+/// `N8`, `-1.5` -> `Neg1_5`, `null` -> `Null`.
+fn literal_variant_name(value: &LiteralValue) -> String {
+    match value {
+        LiteralValue::String(s) => x_rust::to_upper_camel(s).unwrap_or_else(|| "Value".to_string()),
+        LiteralValue::Bool(true) => "True".to_string(),
+        LiteralValue::Bool(false) => "False".to_string(),
+        LiteralValue::Null => "Null".to_string(),
+        LiteralValue::Number(n) => {
+            let text = LiteralValue::Number(n.abs()).to_string().replace(['.', '+'], "_").replace('-', "m");
+            format!("{}{text}", if *n < 0.0 { "Neg" } else { "N" })
         }
     }
 }
 
-/// The definition kinds, as far as [`Context::shape_of`] can tell from keywords.
-enum ShapeKind {
-    Newtype,
-    Struct,
-    Union,
+/// Names for the types inline union members may become: the literals that differ between the
+/// members (`item_started` -> `ItemStarted`; `ok: true` -> `OkTrue`), after the union's name in
+/// the long form, or the member's position.
+fn member_hints<'a>(cx: &Converter<'_, 'a>, name: &str, members: &[Node<'a>]) -> Result<Vec<Hint>> {
+    let mut literal_sets: Vec<Vec<(String, Value)>> = Vec::with_capacity(members.len());
+    for member in members {
+        literal_sets.push(member_literals(cx, member, 0)?);
+    }
+    Ok(literal_sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let varying: String = set
+                .iter()
+                .filter(|(key, value)| {
+                    literal_sets.iter().any(|other| !other.iter().any(|(k, v)| k == key && v == value))
+                })
+                .filter_map(|(key, value)| match value {
+                    Value::String(s) => x_rust::to_upper_camel(s),
+                    Value::Bool(b) => x_rust::to_upper_camel(key).map(|k| format!("{k}{}", if *b { "True" } else { "False" })),
+                    other => x_rust::to_upper_camel(key).map(|k| format!("{k}{}", other.to_string().replace(['.', '-'], "_"))),
+                })
+                .collect();
+            if varying.is_empty() {
+                Hint::below(name, &format!("Variant{i}"))
+            } else {
+                Hint::below(name, &varying)
+            }
+        })
+        .collect())
+}
+
+/// The `const` properties every map of a member carries: an object's own, or those all members
+/// of a nested union share.
+fn member_literals<'a>(cx: &Converter<'_, 'a>, member: &Node<'a>, depth: usize) -> Result<Vec<(String, Value)>> {
+    let target = cx.follow(member.clone())?;
+    if let Some(Value::Object(props)) = target.get("properties") {
+        return Ok(props
+            .iter()
+            .filter_map(|(key, prop)| prop.get("const").filter(|v| !v.is_null()).map(|v| (key.clone(), v.clone())))
+            .collect());
+    }
+    let nested = target.get("anyOf").or_else(|| target.get("oneOf"));
+    match nested {
+        Some(_) if depth < 8 => {
+            let keyword = if target.has("anyOf") { "anyOf" } else { "oneOf" };
+            let mut shared: Option<Vec<(String, Value)>> = None;
+            for inner in target.children(keyword)? {
+                let set = member_literals(cx, &inner, depth + 1)?;
+                shared = Some(match shared {
+                    None => set,
+                    Some(prev) => prev.into_iter().filter(|e| set.contains(e)).collect(),
+                });
+            }
+            Ok(shared.unwrap_or_default())
+        }
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// Whether some map's keys could satisfy both objects: all keys required by either are allowed
@@ -477,22 +1283,28 @@ fn key_sets_overlap(a: &Struct, b: &Struct) -> bool {
     a.required_keys().chain(b.required_keys()).all(allowed_by_both)
 }
 
-/// `minLength` and `pattern` of a string schema.
-fn string_rules(node: &Node<'_>) -> Result<StringRules> {
-    let min_length = match node.get("minLength") {
-        None => None,
-        Some(v) => {
-            Some(v.as_u64().ok_or_else(|| GenError::schema(node.at("minLength"), "must be a non-negative integer"))?)
-        }
-    };
-    let pattern = match node.str("pattern")? {
-        None => None,
-        Some(p) => {
-            Pattern::parse(p).map_err(|e| GenError::schema(node.at("pattern"), e.to_string()))?;
-            Some(p.to_string())
-        }
-    };
-    Ok(StringRules { min_length, pattern })
+/// A length keyword (`minLength`, `maxItems`, ...): a non-negative integer below 2^32.
+fn length(node: &Node<'_>, key: &str) -> Result<Option<u64>> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 4_294_967_296.0)
+            .map(|f| Some(f as u64))
+            .ok_or_else(|| GenError::schema(node.at(key), "must be a non-negative integer below 2^32")),
+    }
+}
+
+/// A numeric bound: a finite number, within +-(2^53 - 1) when integral.
+fn bound(node: &Node<'_>, key: &str) -> Result<Option<f64>> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|f| pi_protocol_runtime::Number::new(*f).is_some())
+            .map(|f| Some(if f == 0.0 { 0.0 } else { f }))
+            .ok_or_else(|| GenError::schema(node.at(key), "must be a finite number (within +-(2^53 - 1) when integral)")),
+    }
 }
 
 /// `required` of an object: unique names of declared properties.
@@ -516,66 +1328,4 @@ fn required_keys<'v>(node: &Node<'v>, properties: &serde_json::Map<String, Value
         out.push(name);
     }
     Ok(out)
-}
-
-/// A `const` property.
-fn convert_literal(prop: &Node<'_>, key: &str, required: bool, after: Option<String>) -> Result<Literal> {
-    prop.allow(&["type", "const"], Location::Other, "a const property")?;
-    if !required {
-        return Err(GenError::schema(prop.path(), "a const property must be listed in required"));
-    }
-    let ty =
-        prop.str("type")?.ok_or_else(|| GenError::schema(prop.at("type"), "missing: a const property needs a type"))?;
-    let value = prop.get("const").unwrap_or(&Value::Null);
-    let const_path = prop.at("const");
-    let value = match (ty, value) {
-        ("string", Value::String(s)) => LiteralValue::String(s.clone()),
-        ("boolean", Value::Bool(b)) => LiteralValue::Bool(*b),
-        ("integer" | "number", Value::Number(_)) => LiteralValue::Integer(
-            integral(value).ok_or_else(|| GenError::schema(const_path, "only integral number consts are supported"))?,
-        ),
-        ("string" | "boolean" | "integer" | "number", _) => {
-            return Err(GenError::schema(const_path, format!("the value does not have type {ty}")))
-        }
-        _ => return Err(GenError::schema(prop.at("type"), "a const must be a string, boolean or integral number")),
-    };
-    Ok(Literal { key: key.to_string(), value, after })
-}
-
-/// An integral JSON number as `i64` (`8` and `8.0` alike), within the safe integer range.
-fn integral(value: &Value) -> Option<i64> {
-    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-    if let Some(n) = value.as_i64() {
-        return (n.unsigned_abs() <= MAX_SAFE as u64).then_some(n);
-    }
-    let f = value.as_f64()?;
-    (f.fract() == 0.0 && f.abs() <= MAX_SAFE).then_some(f as i64)
-}
-
-/// Whether a schema is exactly `{"type": "null"}` (plus annotations).
-fn is_null_schema(node: &Node<'_>) -> bool {
-    node.get("type").and_then(Value::as_str) == Some("null")
-        && node.keys().all(|k| k == "type" || crate::schema::ANNOTATIONS.contains(&k))
-}
-
-/// The non-null member of a nullable property's `anyOf [<schema>, {"type": "null"}]`.
-fn nullable_inner<'a>(prop: &Node<'a>) -> Result<Node<'a>> {
-    let path = prop.at("anyOf");
-    let shape_error = || {
-        GenError::schema(
-            path.clone(),
-            "an anyOf inside a property must be [<schema>, {\"type\": \"null\"}]; define unions in $defs",
-        )
-    };
-    let Some(Value::Array(items)) = prop.get("anyOf") else { return Err(shape_error()) };
-    if items.len() != 2 {
-        return Err(shape_error());
-    }
-    let first = Node::new(&items[0], format!("{path}/0"))?;
-    let second = Node::new(&items[1], format!("{path}/1"))?;
-    match (is_null_schema(&first), is_null_schema(&second)) {
-        (false, true) => Ok(first),
-        (true, false) => Ok(second),
-        _ => Err(shape_error()),
-    }
 }

@@ -5,6 +5,7 @@
 /// Every schema problem names the place it was found as a JSON pointer into the schema file
 /// (for example `#/$defs/ServerTarget/properties/serverId/format`), so the fix is one look away.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GenError {
     /// The schema file is not JSON at all.
     #[error("{source_name}: not valid JSON: {error}")]
@@ -29,6 +30,14 @@ pub enum GenError {
         /// The option's field name.
         option: &'static str,
         /// What is wrong with it.
+        message: String,
+    },
+    /// A file could not be read or written (the [`Builder`](crate::Builder)).
+    #[error("{path}: {message}")]
+    Io {
+        /// The file (or the variable) concerned.
+        path: String,
+        /// What went wrong.
         message: String,
     },
     /// The emitted tokens did not form a valid Rust file (a generator bug, never the schema's).

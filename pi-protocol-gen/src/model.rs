@@ -1,91 +1,211 @@
-//! The checked model of a schema: what [`Model::from_json`] builds and [`Model::to_rust`] prints.
+//! The checked model of a schema: what [`Model::from_json`](crate::Model::from_json) builds and
+//! every consumer reads: the Rust emitter, the schema interpreter ([`crate::interpret`]), the
+//! instance sampler and the compatibility check.
 //!
 //! Every type here is already validated: names are Rust identifiers, references point at
-//! existing definitions, unions are unambiguous. A downstream `build.rs` can walk a [`Model`]
-//! (from [`crate::Model::from_json`]) to emit something else than the default output.
+//! existing types, unions can be told apart. Named types are what the generated module
+//! declares; anything else (strings with constraints, numbers, arrays, records, nullable
+//! values) is a [`Shape`] written in place where it is used.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// A whole schema file: protocol facts plus the named types, in `$defs` order.
+/// A whole schema: protocol facts plus the named types.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Model {
-    /// `x-protocol-version` of the schema root, if given.
+    /// `x-protocol-version` of the schema root (or `protocolVersion` of the reference's form).
     pub protocol_version: Option<u32>,
-    /// `x-limits` of the schema root: limit name -> default value (empty if absent).
+    /// Default decoder limits: limit name -> value (`x-limits`, or `limits` of the reference's
+    /// form; empty if absent).
     pub limits: BTreeMap<String, u64>,
     /// `title` of the schema root, if given; becomes the first line of the module docs.
     pub title: Option<String>,
     /// `description` of the schema root, if given; a paragraph of the module docs.
     pub description: Option<String>,
-    /// One entry per `$defs` member, in file order.
+    /// Every named type, in a deterministic order: the schema's definitions in file order,
+    /// then the types named after the place they were found, in order of discovery.
     pub types: Vec<TypeDef>,
+    /// The Rust name of the type of every message a client sends, if the schema has one
+    /// (`ClientMessage`, or `x-client-message`).
+    pub client_message: Option<String>,
+    /// The Rust name of the type of every message a server sends (`ServerMessage`, or
+    /// `x-server-message`).
+    pub server_message: Option<String>,
 }
 
 impl Model {
-    /// The definition whose `$defs` key is `schema_name`.
-    pub fn by_schema_name(&self, schema_name: &str) -> Option<&TypeDef> {
-        self.types.iter().find(|t| t.schema_name == schema_name)
-    }
-
-    /// The definition whose Rust name is `rust_name`.
+    /// The type whose Rust name is `rust_name`.
+    #[must_use]
     pub fn by_rust_name(&self, rust_name: &str) -> Option<&TypeDef> {
         self.types.iter().find(|t| t.rust_name == rust_name)
     }
+
+    /// The type defined at `$defs` key `schema_name` (at the root of the schema).
+    #[must_use]
+    pub fn by_schema_name(&self, schema_name: &str) -> Option<&TypeDef> {
+        self.types.iter().find(|t| t.schema_name.as_deref() == Some(schema_name))
+    }
+
+    /// The type of the messages sent by `side`.
+    #[must_use]
+    pub fn message_type(&self, side: Side) -> Option<&TypeDef> {
+        let name = match side {
+            Side::Client => self.client_message.as_deref(),
+            Side::Server => self.server_message.as_deref(),
+        }?;
+        self.by_rust_name(name)
+    }
 }
 
-/// One named type: a `$defs` member.
+/// The two directions of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// Messages a client sends to a server.
+    Client,
+    /// Messages a server sends to a client.
+    Server,
+}
+
+impl Side {
+    /// Both sides, client first.
+    pub const BOTH: [Side; 2] = [Side::Client, Side::Server];
+
+    /// `client` or `server`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        }
+    }
+}
+
+/// One named type.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TypeDef {
-    /// The `$defs` key (`Id`, `RequestEnvelope`).
-    pub schema_name: String,
-    /// The Rust type name: the key, or its `x-rust-name` (`RequestId`, `Request`).
+    /// The Rust type name: the `$defs` key, its `x-rust-name`, or a name made from the place
+    /// where the schema was found (`UsageCost` for the `cost` property of `Usage`).
     pub rust_name: String,
+    /// The `$defs` key, for types defined at the root's `$defs`.
+    pub schema_name: Option<String>,
+    /// The JSON pointer of the schema the type was made from (its first occurrence).
+    pub pointer: String,
     /// The `description`, if any.
     pub doc: Option<String>,
     /// What the type is.
     pub kind: TypeKind,
 }
 
-impl TypeDef {
-    /// The JSON pointer of the definition, as written in the generated docs.
-    pub fn pointer(&self) -> String {
-        format!("#/$defs/{}", crate::schema::escape_pointer(&self.schema_name))
-    }
-}
-
 /// The shapes a named type can have.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {
-    /// A validated string: `struct X(ArrayString<N>)` when its pattern fixes the length at N
-    /// bytes, `struct X(CompactString)` otherwise.
-    Newtype(Newtype),
+    /// A value with constraints of its own: `struct X(T);` (a string id, a bounded number, an
+    /// array or record with bounds).
+    Newtype(Shape),
     /// An object with a fixed set of keys: `struct X { .. }`.
     Struct(Struct),
-    /// An `anyOf` of named object types: `enum X { V(T), .. }`.
+    /// A union (`anyOf`/`oneOf`/`enum`, `type` lists): `enum X { .. }`.
     Union(Union),
 }
 
-/// Constraints of a string (a newtype, or a plain `String` field).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StringRules {
-    /// `minLength`, in characters.
+/// A value's type and the constraints on it, written in place where it is used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// The type.
+    pub ty: TypeExpr,
+    /// Constraints on the value itself (string, number or array constraints by type).
+    pub checks: Checks,
+}
+
+impl Shape {
+    /// A shape without constraints.
+    #[must_use]
+    pub fn plain(ty: TypeExpr) -> Shape {
+        Shape { ty, checks: Checks::default() }
+    }
+}
+
+/// The type of a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeExpr {
+    /// A named type, by its Rust name; `boxed` when it sits on a cycle of direct containment
+    /// (a recursive type), so it is held in a `Box`.
+    Named {
+        /// The Rust name.
+        name: String,
+        /// Whether the reference is boxed.
+        boxed: bool,
+    },
+    /// `type: string` (`String`).
+    String,
+    /// `type: integer` (`Integer`).
+    Integer,
+    /// `type: number` (`Number`).
+    Number,
+    /// `type: boolean` (`bool`).
+    Boolean,
+    /// `type: null` (`Null`).
+    Null,
+    /// `{}`: any strict JSON value, kept opaque (`Payload`).
+    Payload,
+    /// `type: array` (`Vec<T>`).
+    Array(Box<Shape>),
+    /// An object with free keys (`Record<T>`).
+    Record(Box<Record>),
+    /// A value or `null` (`Option<T>`).
+    Nullable(Box<Shape>),
+}
+
+/// An object whose keys are data: `additionalProperties` or `patternProperties` holding a
+/// schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Every value.
+    pub values: Shape,
+    /// Constraints on every key (string constraints: the key pattern).
+    pub keys: Checks,
+}
+
+/// Constraints on a value. String constraints apply to strings, numeric ones to numbers,
+/// array ones to arrays; a shape only carries those of its type.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Checks {
+    /// `minLength`, in characters as the reference counts them.
     pub min_length: Option<u64>,
-    /// `pattern`, already checked to parse with the runtime's pattern subset.
+    /// `maxLength`, likewise.
+    pub max_length: Option<u64>,
+    /// `pattern`, an ECMAScript regular expression (Unicode mode), tested anywhere in the string.
     pub pattern: Option<String>,
+    /// `minimum`.
+    pub minimum: Option<f64>,
+    /// `maximum`.
+    pub maximum: Option<f64>,
+    /// `exclusiveMinimum`.
+    pub exclusive_minimum: Option<f64>,
+    /// `exclusiveMaximum`.
+    pub exclusive_maximum: Option<f64>,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
 }
 
-/// A `type: string` definition.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Newtype {
-    /// Its constraints.
-    pub rules: StringRules,
+impl Checks {
+    /// Whether there is no constraint.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Checks::default()
+    }
 }
 
-/// A `type: object` definition with `additionalProperties: false`.
+/// An object with a fixed set of keys, every other key refused.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Struct {
-    /// The properties in schema order (which is the canonical wire order).
+    /// The properties in canonical wire order.
     pub members: Vec<Member>,
 }
 
@@ -107,6 +227,7 @@ impl Struct {
     }
 
     /// The literal stored under `key`, if any.
+    #[must_use]
     pub fn literal(&self, key: &str) -> Option<&Literal> {
         self.literals().find(|l| l.key == key)
     }
@@ -133,6 +254,7 @@ pub enum Member {
 
 impl Member {
     /// The wire key.
+    #[must_use]
     pub fn key(&self) -> &str {
         match self {
             Member::Field(f) => &f.key,
@@ -141,6 +263,7 @@ impl Member {
     }
 
     /// Whether the key must be present.
+    #[must_use]
     pub fn is_required(&self) -> bool {
         match self {
             Member::Field(f) => !f.optional,
@@ -151,6 +274,7 @@ impl Member {
 
 /// A stored property.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Field {
     /// The wire key (`serverId`).
     pub key: String,
@@ -158,30 +282,12 @@ pub struct Field {
     pub rust_name: String,
     /// The `description`, if any.
     pub doc: Option<String>,
-    /// The value type.
-    pub ty: FieldType,
-    /// Not in `required`: the key may be absent (`Option<T>`).
+    /// The value: its type (`Nullable` when `null` is allowed) and constraints.
+    pub shape: Shape,
+    /// Not in `required`: the key may be absent.
     pub optional: bool,
-    /// `anyOf [T, {type: null}]`: the key is required and may hold `null` (`Option<T>`).
-    pub nullable: bool,
-}
-
-/// What a field holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FieldType {
-    /// A `$ref` to a named type, by its Rust name.
-    Named(String),
-    /// `type: string`, with its constraints.
-    String(StringRules),
-    /// `type: integer`, with its `minimum`.
-    Integer {
-        /// `minimum`, if any.
-        minimum: Option<i64>,
-    },
-    /// `type: boolean`.
-    Bool,
-    /// `{}`: any strict JSON value, kept opaque.
-    Payload,
+    /// The JSON pointer of the property's schema.
+    pub pointer: String,
 }
 
 /// A `const` property.
@@ -196,60 +302,127 @@ pub struct Literal {
     pub after: Option<String>,
 }
 
-/// The value of a literal.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The value of a literal: a JSON scalar.
+#[derive(Debug, Clone)]
 pub enum LiteralValue {
-    /// A string const.
+    /// A string.
     String(String),
-    /// A boolean const.
+    /// A boolean.
     Bool(bool),
-    /// An integral number const (`type` integer or number).
-    Integer(i64),
+    /// A number (finite; `-0` is `0`, as JSON equality has it).
+    Number(f64),
+    /// `null`.
+    Null,
 }
 
-impl fmt::Display for LiteralValue {
-    /// Writes the value as JSON (`"hello"`, `true`, `8`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl LiteralValue {
+    /// The literal as a JSON value.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
         match self {
-            LiteralValue::String(s) => write!(f, "{}", serde_json::Value::String(s.clone())),
-            LiteralValue::Bool(b) => write!(f, "{b}"),
-            LiteralValue::Integer(n) => write!(f, "{n}"),
+            LiteralValue::String(s) => serde_json::Value::String(s.clone()),
+            LiteralValue::Bool(b) => serde_json::Value::Bool(*b),
+            LiteralValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+                serde_json::Value::from(*n as i64)
+            }
+            LiteralValue::Number(n) => serde_json::Number::from_f64(*n).map_or(serde_json::Value::Null, Into::into),
+            LiteralValue::Null => serde_json::Value::Null,
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            LiteralValue::Null => 0,
+            LiteralValue::Bool(_) => 1,
+            LiteralValue::Number(_) => 2,
+            LiteralValue::String(_) => 3,
         }
     }
 }
 
-/// An `anyOf` definition.
+impl PartialEq for LiteralValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for LiteralValue {}
+
+impl PartialOrd for LiteralValue {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for LiteralValue {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (LiteralValue::String(a), LiteralValue::String(b)) => a.cmp(b),
+            (LiteralValue::Bool(a), LiteralValue::Bool(b)) => a.cmp(b),
+            (LiteralValue::Number(a), LiteralValue::Number(b)) => a.total_cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl fmt::Display for LiteralValue {
+    /// Writes the value as JSON (`"hello"`, `true`, `8`, `null`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
+    }
+}
+
+/// A union: the variants and how a decoder tells them apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Union {
-    /// How a decoder picks the variant.
-    pub kind: UnionKind,
-    /// The variants, in `anyOf` order.
+    /// How maps are told apart (values of other JSON types by their type).
+    pub dispatch: Dispatch,
+    /// The variants, in schema order.
     pub variants: Vec<Variant>,
 }
 
-/// How a union is told apart.
+impl Union {
+    /// Whether every variant is a literal (an enumeration).
+    #[must_use]
+    pub fn is_enumeration(&self) -> bool {
+        self.variants.iter().all(|v| matches!(v.kind, VariantKind::Literal(_)))
+    }
+}
+
+/// How a union tells its map-shaped variants apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UnionKind {
-    /// Every variant has a distinct literal under `key`.
-    Tagged {
-        /// The tag key (`type`, `ok`).
-        key: String,
-    },
-    /// The variants are objects with key sets no single map can satisfy twice.
+pub enum Dispatch {
+    /// At most one variant is a map: the JSON type decides.
+    ByType,
+    /// Every map-shaped variant has a distinct literal under one key.
+    Tag(String),
+    /// Every two map-shaped variants hold different literals under one of these keys.
+    Tags(Vec<String>),
+    /// The map-shaped variants are objects whose key sets no single map can satisfy twice.
     KeySet,
 }
 
 /// One variant of a union.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Variant {
     /// The Rust variant name (`Hello`, `Server`).
     pub rust_name: String,
-    /// The Rust name of the type it wraps.
-    pub target: String,
-    /// The `$defs` key of the type it wraps.
-    pub target_schema_name: String,
     /// The member's own `description`, if any.
     pub doc: Option<String>,
-    /// For a tagged union: the variant's value of the tag key.
-    pub tag_value: Option<LiteralValue>,
+    /// What the variant holds.
+    pub kind: VariantKind,
+    /// The literals that single the variant out, for the docs (`type: "hello"`).
+    pub tags: Vec<(String, LiteralValue)>,
+    /// The JSON pointer of the member's schema.
+    pub pointer: String,
+}
+
+/// What a variant holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VariantKind {
+    /// A value of a shape: `V(T)`.
+    Value(Shape),
+    /// One literal value: a unit variant `V`.
+    Literal(LiteralValue),
 }

@@ -7,14 +7,19 @@
 //! |----------------------|-------------------------------|------------------------------------------------|
 //! | `x-protocol-version` | schema root                   | the protocol version (`PROTOCOL_VERSION`)      |
 //! | `x-limits`           | schema root                   | default decoder limits, name -> integer        |
-//! | `x-rust-name`        | a `$defs` member / a property | Rust type name / Rust field name               |
-//! | `x-rust-variant`     | a member of a union's `anyOf` | Rust variant name                              |
+//! | `x-client-message`   | schema root                   | `$ref` of the client message type              |
+//! | `x-server-message`   | schema root                   | `$ref` of the server message type              |
+//! | `x-rust-name`        | any schema below the root     | Rust type name (of the type the schema becomes)|
+//! |                      | a property                    | Rust field name                                |
+//! | `x-rust-variant`     | a member of `anyOf`/`oneOf`   | Rust variant name                              |
 //!
-//! Without `x-rust-name` a type is named by its `$defs` key and a field by its key in
-//! snake_case (`serverId` -> `server_id`). Without `x-rust-variant` a variant of a union
-//! tagged by strings is named after its tag value in UpperCamelCase (`hello_error` ->
-//! `HelloError`), any other variant after the type it wraps. Any other `x-` keyword, or one in
-//! the wrong place, is an error.
+//! Without `x-rust-name` a type is named by its `$defs` key, or after the place where its
+//! schema was found (the `cost` property of `Usage` makes `UsageCost`), and a field by its key
+//! in snake_case (`serverId` -> `server_id`). Without `x-rust-variant` a variant of a union
+//! told apart by string tags is named after its tag values in UpperCamelCase (`hello_error` ->
+//! `HelloError`), any other variant after the type it wraps. Without `x-client-message` and
+//! `x-server-message` the message types are the definitions named `ClientMessage` and
+//! `ServerMessage`. Any other `x-` keyword, or one in the wrong place, is an error.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +37,7 @@ pub(crate) enum Location {
     Definition,
     /// A stored property of an object (not a `const` one).
     Property,
-    /// A member of a union definition's `anyOf`.
+    /// A member of a union's `anyOf` or `oneOf`.
     UnionMember,
     /// Anywhere else.
     Other,
@@ -42,8 +47,11 @@ pub(crate) enum Location {
 const KEYWORDS: &[(&str, &[Location])] = &[
     ("x-protocol-version", &[Location::Root]),
     ("x-limits", &[Location::Root]),
-    ("x-rust-name", &[Location::Definition, Location::Property]),
-    ("x-rust-variant", &[Location::UnionMember]),
+    ("x-client-message", &[Location::Root]),
+    ("x-server-message", &[Location::Root]),
+    ("x-rust-name", &[Location::Definition, Location::Property, Location::UnionMember, Location::Other]),
+    // A union member that is an inline object is also the definition of its own type.
+    ("x-rust-variant", &[Location::UnionMember, Location::Definition]),
 ];
 
 /// The limit names `x-limits` may set (PROTOCOL.md sections 1 and 2).
@@ -70,21 +78,32 @@ pub(crate) fn check_allowed(node: &Node<'_>, key: &str, location: Location) -> R
     }
 }
 
-/// `x-protocol-version` of the root: a non-negative integer that fits `u32`.
-pub(crate) fn protocol_version(root: &Node<'_>) -> Result<Option<u32>> {
-    let Some(value) = root.get("x-protocol-version") else { return Ok(None) };
+/// The `$defs` key an `x-client-message` / `x-server-message` keyword of the root names.
+pub(crate) fn message_type(root: &Node<'_>, keyword: &str) -> Result<Option<String>> {
+    let Some(reference) = root.str(keyword)? else { return Ok(None) };
+    reference
+        .strip_prefix("#/$defs/")
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+        .map(|name| Some(name.to_owned()))
+        .ok_or_else(|| GenError::schema(root.at(keyword), "must be a reference of the form #/$defs/<name>"))
+}
+
+/// The protocol version under `keyword` of the root: a non-negative integer that fits `u32`.
+pub(crate) fn protocol_version(root: &Node<'_>, keyword: &str) -> Result<Option<u32>> {
+    let Some(value) = root.get(keyword) else { return Ok(None) };
     value
         .as_u64()
         .and_then(|v| u32::try_from(v).ok())
         .map(Some)
-        .ok_or_else(|| GenError::schema(root.at("x-protocol-version"), "must be an integer in 0..=4294967295"))
+        .ok_or_else(|| GenError::schema(root.at(keyword), "must be an integer in 0..=4294967295"))
 }
 
-/// `x-limits` of the root: an object mapping names from [`LIMIT_NAMES`] to non-negative integers.
-pub(crate) fn limits(root: &Node<'_>) -> Result<BTreeMap<String, u64>> {
+/// The limits under `keyword` of the root: an object mapping names from [`LIMIT_NAMES`] to
+/// non-negative integers.
+pub(crate) fn limits(root: &Node<'_>, keyword: &str) -> Result<BTreeMap<String, u64>> {
     let mut out = BTreeMap::new();
-    let Some(value) = root.get("x-limits") else { return Ok(out) };
-    let path = root.at("x-limits");
+    let Some(value) = root.get(keyword) else { return Ok(out) };
+    let path = root.at(keyword);
     let Value::Object(map) = value else {
         return Err(GenError::schema(path, "must be an object of limit name -> integer"));
     };
@@ -128,11 +147,13 @@ pub(crate) fn variant_name(member: &Node<'_>) -> Result<Option<String>> {
     }
 }
 
-/// A default variant name from a string tag value (`hello_error` -> `HelloError`), if it makes
-/// an identifier.
-pub(crate) fn variant_name_from_tag(tag: &str) -> Option<String> {
+
+/// The UpperCamelCase form of a key or value (`cacheRead` -> `CacheRead`, `item_started` ->
+/// `ItemStarted`, `set-model` -> `SetModel`), keeping only ASCII letters and digits; `None`
+/// when that is not an identifier (empty, or starting with a digit).
+pub(crate) fn to_upper_camel(text: &str) -> Option<String> {
     let mut out = String::new();
-    for word in tag.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+    for word in text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
         let mut chars = word.chars();
         if let Some(first) = chars.next() {
             out.push(first.to_ascii_uppercase());
@@ -140,6 +161,14 @@ pub(crate) fn variant_name_from_tag(tag: &str) -> Option<String> {
         }
     }
     check_ident(&out, String::new()).ok()
+}
+
+/// The Rust name `x-rust-name` gives the type made from `node`, if any.
+pub(crate) fn rust_name(node: &Node<'_>) -> Result<Option<String>> {
+    match node.str("x-rust-name")? {
+        Some(name) => check_ident(name, node.at("x-rust-name")).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// `serverId` -> `server_id`, `HTTPServer` -> `http_server`, `a-b` -> `a_b`.
@@ -169,7 +198,7 @@ pub(crate) fn to_snake_case(key: &str) -> String {
 }
 
 /// `name` if it is a plain Rust identifier (not a keyword, not raw), else an error at `path`.
-fn check_ident(name: &str, path: String) -> Result<String> {
+pub(crate) fn check_ident(name: &str, path: String) -> Result<String> {
     match syn::parse_str::<syn::Ident>(name) {
         Ok(ident) if ident == name && !name.starts_with("r#") => Ok(name.to_string()),
         _ => Err(GenError::schema(path, format!("{name:?} is not a Rust identifier"))),
@@ -191,12 +220,13 @@ mod tests {
     }
 
     #[test]
-    fn variant_names_from_tags() {
-        assert_eq!(variant_name_from_tag("hello_error").as_deref(), Some("HelloError"));
-        assert_eq!(variant_name_from_tag("service_update").as_deref(), Some("ServiceUpdate"));
-        assert_eq!(variant_name_from_tag("hello").as_deref(), Some("Hello"));
-        assert_eq!(variant_name_from_tag("9x"), None);
-        assert_eq!(variant_name_from_tag(""), None);
+    fn upper_camel_names_from_keys_and_tags() {
+        assert_eq!(to_upper_camel("hello_error").as_deref(), Some("HelloError"));
+        assert_eq!(to_upper_camel("service_update").as_deref(), Some("ServiceUpdate"));
+        assert_eq!(to_upper_camel("cacheRead").as_deref(), Some("CacheRead"));
+        assert_eq!(to_upper_camel("set-model").as_deref(), Some("SetModel"));
+        assert_eq!(to_upper_camel("9x"), None);
+        assert_eq!(to_upper_camel(""), None);
     }
 
     #[test]

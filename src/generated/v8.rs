@@ -12,58 +12,71 @@ pub const PROTOCOL_VERSION: u32 = 8;
 ///
 /// Schema: `#/$defs/ServerId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
+#[codec(json, pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
 pub struct ServerId(ArrayString<36>);
 
 /// Correlation id of a request, chosen by the client: a non-empty string.
 ///
 /// Schema: `#/$defs/Id`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(min_length = 1)]
+#[codec(json, min_length = 1)]
 pub struct RequestId(CompactString);
 
 /// Identity of a durable Session: a non-empty string.
 ///
 /// Schema: `#/$defs/SessionId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(min_length = 1)]
+#[codec(json, min_length = 1)]
 pub struct SessionId(CompactString);
 
 /// Identity of one live presentation attachment to a Session: a non-empty string.
 ///
 /// Schema: `#/$defs/AttachmentId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(min_length = 1)]
+#[codec(json, min_length = 1)]
 pub struct AttachmentId(CompactString);
 
 /// Identity of a subscription whose updates a server streams: a non-empty string.
 ///
 /// Schema: `#/$defs/SubscriptionId`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(min_length = 1)]
+#[codec(json, min_length = 1)]
 pub struct SubscriptionId(CompactString);
 
 /// Opaque, application-defined error code: a non-empty string.
 ///
 /// Schema: `#/$defs/ErrorCode`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(min_length = 1)]
+#[codec(json, min_length = 1)]
 pub struct ErrorCode(CompactString);
 
 /// Routes a call to a logical server as a whole.
 ///
 /// Schema: `#/$defs/ServerTarget`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
+#[non_exhaustive]
+#[codec(json)]
 pub struct ServerTarget {
     /// The logical server that must own the call.
     #[codec(rename = "serverId")]
     pub server_id: ServerId,
+}
+impl ServerTarget {
+    /// A [`ServerTarget`] from its required fields (`serverId`).
+    #[must_use]
+    pub fn new(server_id: impl Into<ServerId>) -> Self {
+        ServerTarget {
+            server_id: server_id.into(),
+        }
+    }
 }
 
 /// Routes a call to one durable Session through one live attachment of it.
 ///
 /// Schema: `#/$defs/SessionTarget`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
+#[non_exhaustive]
+#[codec(json)]
 pub struct SessionTarget {
     /// The logical server that must own the Session.
     #[codec(rename = "serverId")]
@@ -75,12 +88,28 @@ pub struct SessionTarget {
     #[codec(rename = "attachmentId")]
     pub attachment_id: AttachmentId,
 }
+impl SessionTarget {
+    /// A [`SessionTarget`] from its required fields (`serverId`, `sessionId`, `attachmentId`).
+    #[must_use]
+    pub fn new(
+        server_id: impl Into<ServerId>,
+        session_id: impl Into<SessionId>,
+        attachment_id: impl Into<AttachmentId>,
+    ) -> Self {
+        SessionTarget {
+            server_id: server_id.into(),
+            session_id: session_id.into(),
+            attachment_id: attachment_id.into(),
+        }
+    }
+}
 
 /// Where a request or cancel goes: a server target or a Session target, told apart by their keys.
 ///
 /// Schema: `#/$defs/RpcTarget`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(key_set)]
+#[non_exhaustive]
+#[codec(json, key_set)]
 pub enum RpcTarget {
     /// `{ serverId }`.
     Server(ServerTarget),
@@ -92,29 +121,52 @@ pub enum RpcTarget {
 ///
 /// Schema: `#/$defs/ProtocolError`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
+#[non_exhaustive]
+#[codec(json)]
 pub struct ErrorBody {
     /// Opaque, non-empty error code.
     pub code: ErrorCode,
     /// Human-readable description; may be empty.
     pub message: String,
 }
+impl ErrorBody {
+    /// A [`ErrorBody`] from its required fields (`code`, `message`).
+    #[must_use]
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
 
 /// The first frame a client sends, offering a protocol version.
 ///
 /// Schema: `#/$defs/ClientHello`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "hello"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "hello"))]
 pub struct ClientHello {
     /// Offered protocol version; any integer from 0 is valid on the wire, the server decides.
     #[codec(minimum = 0)]
     pub version: Integer,
+}
+impl ClientHello {
+    /// A [`ClientHello`] from its required fields (`version`).
+    #[must_use]
+    pub fn new(version: impl Into<Integer>) -> Self {
+        ClientHello {
+            version: version.into(),
+        }
+    }
 }
 
 /// A call routed to a target, correlated by its id.
 ///
 /// Schema: `#/$defs/RequestEnvelope`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "request"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "request"))]
 pub struct Request {
     /// Correlation id, unique among the client's pending requests.
     pub id: RequestId,
@@ -123,24 +175,51 @@ pub struct Request {
     /// The call itself: opaque strict JSON (may be null).
     pub call: Payload,
 }
+impl Request {
+    /// A [`Request`] from its required fields (`id`, `target`, `call`).
+    #[must_use]
+    pub fn new(
+        id: impl Into<RequestId>,
+        target: impl Into<RpcTarget>,
+        call: impl Into<Payload>,
+    ) -> Self {
+        Request {
+            id: id.into(),
+            target: target.into(),
+            call: call.into(),
+        }
+    }
+}
 
 /// Asks the server to stop working on a pending request.
 ///
 /// Schema: `#/$defs/CancelEnvelope`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "cancel"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "cancel"))]
 pub struct Cancel {
     /// Id of the request to cancel.
     pub id: RequestId,
     /// The target the request was sent to.
     pub target: RpcTarget,
 }
+impl Cancel {
+    /// A [`Cancel`] from its required fields (`id`, `target`).
+    #[must_use]
+    pub fn new(id: impl Into<RequestId>, target: impl Into<RpcTarget>) -> Self {
+        Cancel {
+            id: id.into(),
+            target: target.into(),
+        }
+    }
+}
 
 /// Every message a client sends to a server, told apart by `type`.
 ///
 /// Schema: `#/$defs/ClientMessage`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(tag = "type")]
+#[non_exhaustive]
+#[codec(json, tag = "type")]
 pub enum ClientMessage {
     /// `type: "hello"`.
     Hello(ClientHello),
@@ -154,52 +233,102 @@ pub enum ClientMessage {
 ///
 /// Schema: `#/$defs/ServerHello`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "hello"), literal(key = "version", value = 8))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "hello"), literal(key = "version", value = 8))]
 pub struct ServerHello {
     /// The logical server this connection talks to.
     #[codec(rename = "serverId")]
     pub server_id: ServerId,
+}
+impl ServerHello {
+    /// A [`ServerHello`] from its required fields (`serverId`).
+    #[must_use]
+    pub fn new(server_id: impl Into<ServerId>) -> Self {
+        ServerHello {
+            server_id: server_id.into(),
+        }
+    }
 }
 
 /// The server's refusal of the handshake.
 ///
 /// Schema: `#/$defs/ServerHelloError`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "hello_error"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "hello_error"))]
 pub struct ServerHelloError {
     /// Why the handshake failed.
     pub error: ErrorBody,
+}
+impl ServerHelloError {
+    /// A [`ServerHelloError`] from its required fields (`error`).
+    #[must_use]
+    pub fn new(error: impl Into<ErrorBody>) -> Self {
+        ServerHelloError {
+            error: error.into(),
+        }
+    }
 }
 
 /// A successful response, optionally carrying a result.
 ///
 /// Schema: `#/$defs/SuccessResponse`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "response"), literal(key = "ok", value = true, after = "id"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = true, after = "id"))]
 pub struct SuccessResponse {
     /// Id of the request this settles.
     pub id: RequestId,
     /// The result: opaque strict JSON, absent when the call returns nothing.
     pub result: Option<Payload>,
 }
+impl SuccessResponse {
+    /// A [`SuccessResponse`] from its required fields (`id`); the optional ones are absent until
+    /// set with the `with_` methods.
+    #[must_use]
+    pub fn new(id: impl Into<RequestId>) -> Self {
+        SuccessResponse {
+            id: id.into(),
+            result: None,
+        }
+    }
+    /// Sets the optional `result`.
+    #[must_use]
+    pub fn with_result(mut self, result: impl Into<Payload>) -> Self {
+        self.result = Some(result.into());
+        self
+    }
+}
 
 /// A failed response.
 ///
 /// Schema: `#/$defs/ErrorResponse`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "response"), literal(key = "ok", value = false, after = "id"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = false, after = "id"))]
 pub struct ErrorResponse {
     /// Id of the request this settles.
     pub id: RequestId,
     /// Why the call failed.
     pub error: ErrorBody,
 }
+impl ErrorResponse {
+    /// A [`ErrorResponse`] from its required fields (`id`, `error`).
+    #[must_use]
+    pub fn new(id: impl Into<RequestId>, error: impl Into<ErrorBody>) -> Self {
+        ErrorResponse {
+            id: id.into(),
+            error: error.into(),
+        }
+    }
+}
 
 /// Settles one request, told apart by `ok`.
 ///
 /// Schema: `#/$defs/Response`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(tag = "ok")]
+#[non_exhaustive]
+#[codec(json, tag = "ok")]
 pub enum Response {
     /// `ok: true`.
     Success(SuccessResponse),
@@ -211,7 +340,8 @@ pub enum Response {
 ///
 /// Schema: `#/$defs/ServiceUpdate`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "service_update"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "service_update"))]
 pub struct ServiceUpdate {
     /// The subscription the update belongs to.
     #[codec(rename = "subscriptionId")]
@@ -219,23 +349,47 @@ pub struct ServiceUpdate {
     /// The update: opaque strict JSON.
     pub update: Payload,
 }
+impl ServiceUpdate {
+    /// A [`ServiceUpdate`] from its required fields (`subscriptionId`, `update`).
+    #[must_use]
+    pub fn new(
+        subscription_id: impl Into<SubscriptionId>,
+        update: impl Into<Payload>,
+    ) -> Self {
+        ServiceUpdate {
+            subscription_id: subscription_id.into(),
+            update: update.into(),
+        }
+    }
+}
 
 /// Publishes the live Session route out of band, or clears it.
 ///
 /// Schema: `#/$defs/Attachment`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(literal(key = "type", value = "attachment"))]
+#[non_exhaustive]
+#[codec(json, literal(key = "type", value = "attachment"))]
 pub struct Attachment {
     /// The selected route, or `None` (`null` on the wire) when no attachment is live.
     #[codec(nullable)]
     pub attachment: Option<SessionTarget>,
+}
+impl Attachment {
+    /// A [`Attachment`] from its required fields (`attachment`).
+    #[must_use]
+    pub fn new(attachment: impl Into<Option<SessionTarget>>) -> Self {
+        Attachment {
+            attachment: attachment.into(),
+        }
+    }
 }
 
 /// Every message a server sends to a client, told apart by `type`.
 ///
 /// Schema: `#/$defs/ServerMessage`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(tag = "type")]
+#[non_exhaustive]
+#[codec(json, tag = "type")]
 pub enum ServerMessage {
     /// `type: "hello"`.
     Hello(ServerHello),
