@@ -161,8 +161,7 @@ pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Resul
         quote!(crate = #path)
     });
     let attribute = |option: &'static str, text: &str| -> Result<syn::Attribute> {
-        let parsed: syn::Result<Vec<syn::Attribute>> =
-            syn::parse::Parser::parse_str(syn::Attribute::parse_outer, text);
+        let parsed: syn::Result<Vec<syn::Attribute>> = syn::parse::Parser::parse_str(syn::Attribute::parse_outer, text);
         match parsed {
             Ok(mut attrs) if attrs.len() == 1 => Ok(attrs.remove(0)),
             _ => Err(GenError::Option { option, message: format!("{text:?} is not one outer attribute `#[...]`") }),
@@ -351,7 +350,14 @@ impl Context<'_> {
         }
     }
 
-    fn emit_struct(&self, docs: TokenStream, def: &TypeDef, name: &Ident, s: &Struct, args: Vec<TokenStream>) -> TokenStream {
+    fn emit_struct(
+        &self,
+        docs: TokenStream,
+        def: &TypeDef,
+        name: &Ident,
+        s: &Struct,
+        args: Vec<TokenStream>,
+    ) -> TokenStream {
         let attr = codec_attr(&args);
         let fields = s.fields().map(|f| self.emit_field(&def.rust_name, f));
         let constructors = constructors(name, s);
@@ -474,8 +480,24 @@ impl Context<'_> {
                     _ => format!("A [`{name}`]."),
                 }
             }
-            VariantKind::Value(_) => "A value of this JSON type.".to_string(),
+            VariantKind::Value(shape) => format!("{}.", describe_shape(shape)),
         }
+    }
+}
+
+/// A shape in words (`a string`, `an array of Part`), for docs.
+fn describe_shape(shape: &Shape) -> String {
+    match &shape.ty {
+        TypeExpr::Named { name, .. } => format!("A [`{name}`]"),
+        TypeExpr::String => "A string".to_string(),
+        TypeExpr::Integer => "An integer".to_string(),
+        TypeExpr::Number => "A number".to_string(),
+        TypeExpr::Boolean => "A boolean".to_string(),
+        TypeExpr::Null => "`null`".to_string(),
+        TypeExpr::Payload => "Any JSON value".to_string(),
+        TypeExpr::Array(_) => "An array".to_string(),
+        TypeExpr::Record(_) => "An object with free keys".to_string(),
+        TypeExpr::Nullable(inner) => format!("{}, or `null`", describe_shape(inner)),
     }
 }
 

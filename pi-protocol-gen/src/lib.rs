@@ -43,6 +43,7 @@ mod convert;
 mod emit;
 mod error;
 pub mod model;
+pub mod sample;
 mod schema;
 mod x_rust;
 

@@ -65,9 +65,7 @@ impl ServerTarget {
     /// A [`ServerTarget`] from its required fields (`serverId`).
     #[must_use]
     pub fn new(server_id: impl Into<ServerId>) -> Self {
-        ServerTarget {
-            server_id: server_id.into(),
-        }
+        ServerTarget { server_id: server_id.into() }
     }
 }
 
@@ -133,10 +131,7 @@ impl ErrorBody {
     /// A [`ErrorBody`] from its required fields (`code`, `message`).
     #[must_use]
     pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
-        ErrorBody {
-            code: code.into(),
-            message: message.into(),
-        }
+        ErrorBody { code: code.into(), message: message.into() }
     }
 }
 
@@ -155,9 +150,7 @@ impl ClientHello {
     /// A [`ClientHello`] from its required fields (`version`).
     #[must_use]
     pub fn new(version: impl Into<Integer>) -> Self {
-        ClientHello {
-            version: version.into(),
-        }
+        ClientHello { version: version.into() }
     }
 }
 
@@ -178,16 +171,8 @@ pub struct Request {
 impl Request {
     /// A [`Request`] from its required fields (`id`, `target`, `call`).
     #[must_use]
-    pub fn new(
-        id: impl Into<RequestId>,
-        target: impl Into<RpcTarget>,
-        call: impl Into<Payload>,
-    ) -> Self {
-        Request {
-            id: id.into(),
-            target: target.into(),
-            call: call.into(),
-        }
+    pub fn new(id: impl Into<RequestId>, target: impl Into<RpcTarget>, call: impl Into<Payload>) -> Self {
+        Request { id: id.into(), target: target.into(), call: call.into() }
     }
 }
 
@@ -207,10 +192,7 @@ impl Cancel {
     /// A [`Cancel`] from its required fields (`id`, `target`).
     #[must_use]
     pub fn new(id: impl Into<RequestId>, target: impl Into<RpcTarget>) -> Self {
-        Cancel {
-            id: id.into(),
-            target: target.into(),
-        }
+        Cancel { id: id.into(), target: target.into() }
     }
 }
 
@@ -244,9 +226,7 @@ impl ServerHello {
     /// A [`ServerHello`] from its required fields (`serverId`).
     #[must_use]
     pub fn new(server_id: impl Into<ServerId>) -> Self {
-        ServerHello {
-            server_id: server_id.into(),
-        }
+        ServerHello { server_id: server_id.into() }
     }
 }
 
@@ -264,9 +244,7 @@ impl ServerHelloError {
     /// A [`ServerHelloError`] from its required fields (`error`).
     #[must_use]
     pub fn new(error: impl Into<ErrorBody>) -> Self {
-        ServerHelloError {
-            error: error.into(),
-        }
+        ServerHelloError { error: error.into() }
     }
 }
 
@@ -287,10 +265,7 @@ impl SuccessResponse {
     /// set with the `with_` methods.
     #[must_use]
     pub fn new(id: impl Into<RequestId>) -> Self {
-        SuccessResponse {
-            id: id.into(),
-            result: None,
-        }
+        SuccessResponse { id: id.into(), result: None }
     }
     /// Sets the optional `result`.
     #[must_use]
@@ -316,10 +291,7 @@ impl ErrorResponse {
     /// A [`ErrorResponse`] from its required fields (`id`, `error`).
     #[must_use]
     pub fn new(id: impl Into<RequestId>, error: impl Into<ErrorBody>) -> Self {
-        ErrorResponse {
-            id: id.into(),
-            error: error.into(),
-        }
+        ErrorResponse { id: id.into(), error: error.into() }
     }
 }
 
@@ -352,14 +324,8 @@ pub struct ServiceUpdate {
 impl ServiceUpdate {
     /// A [`ServiceUpdate`] from its required fields (`subscriptionId`, `update`).
     #[must_use]
-    pub fn new(
-        subscription_id: impl Into<SubscriptionId>,
-        update: impl Into<Payload>,
-    ) -> Self {
-        ServiceUpdate {
-            subscription_id: subscription_id.into(),
-            update: update.into(),
-        }
+    pub fn new(subscription_id: impl Into<SubscriptionId>, update: impl Into<Payload>) -> Self {
+        ServiceUpdate { subscription_id: subscription_id.into(), update: update.into() }
     }
 }
 
@@ -378,9 +344,7 @@ impl Attachment {
     /// A [`Attachment`] from its required fields (`attachment`).
     #[must_use]
     pub fn new(attachment: impl Into<Option<SessionTarget>>) -> Self {
-        Attachment {
-            attachment: attachment.into(),
-        }
+        Attachment { attachment: attachment.into() }
     }
 }
 
