@@ -8,9 +8,9 @@
 //! The schema language is JSON Schema (2020-12 keywords) as TypeBox emits it for data
 //! protocols, in this project's own form (`$defs` plus `x-` keywords, see `x_rust`) or in the
 //! reference's published form (`clientMessage` and `serverMessage` schemas, fully inlined).
-//! `docs/SCHEMA.md` lists every construct with the Rust it becomes; anything outside the
-//! language is a [`GenError`] naming the JSON pointer of the offending keyword and what to do
-//! instead, never silently ignored.
+//! [`language`] lists every construct with the Rust it becomes; anything outside the language is
+//! a [`GenError`] naming the JSON pointer of the offending keyword and what to do instead, never
+//! silently ignored.
 //!
 //! The pipeline has three stages, each in its own module:
 //! - `schema` + `convert`: the JSON document is read and checked into a [`Model`];
@@ -37,6 +37,9 @@
 //! ```
 
 #![deny(missing_docs)]
+
+#[doc = include_str!("../SCHEMA.md")]
+pub mod language {}
 
 mod builder;
 mod convert;
