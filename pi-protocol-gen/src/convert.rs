@@ -428,7 +428,23 @@ impl<'r, 'a> Converter<'r, 'a> {
             }
             Some(_) => Err(GenError::schema(node.at("type"), "must be a type name or an array of type names")),
             None => {
-                node.allow(&["type"], location, "a schema")?;
+                let typed = [
+                    "minLength",
+                    "maxLength",
+                    "pattern",
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                    "items",
+                    "minItems",
+                    "maxItems",
+                    "properties",
+                    "required",
+                    "additionalProperties",
+                    "patternProperties",
+                ];
+                node.allow(&typed, location, "a schema")?;
                 Err(GenError::schema(
                     node.path(),
                     "a schema with constraints needs a type (or $ref, anyOf, oneOf, enum, const; {} for any value)",
@@ -644,6 +660,11 @@ impl<'r, 'a> Converter<'r, 'a> {
             let mut all = Vec::new();
             for t in types {
                 let t = t.as_str().ok_or_else(|| GenError::schema(node.at("type"), "must list type names"))?;
+                if t == "null" {
+                    let kind = VariantKind::Literal(LiteralValue::Null);
+                    all.push(Member_ { pointer: node.path().to_string(), doc: None, rust_variant: None, kind });
+                    continue;
+                }
                 let hint = Hint::below(name, &x_rust::to_upper_camel(t).unwrap_or_default());
                 let shape = self.typed_shape(node, t, &hint, Location::Definition, true)?;
                 let kind = VariantKind::Value(self.variant_shape(shape, node, &hint)?);

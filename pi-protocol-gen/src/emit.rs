@@ -361,9 +361,11 @@ impl Context<'_> {
         let attr = codec_attr(&args);
         let fields = s.fields().map(|f| self.emit_field(&def.rust_name, f));
         let constructors = constructors(name, s);
+        // Without required fields, `new()` is the default value (every optional field absent).
+        let default = s.fields().all(|f| f.optional).then(|| quote!(Default,));
         quote! {
             #docs
-            #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
+            #[derive(Debug, Clone, PartialEq, Eq, Hash, #default Codec)]
             #[non_exhaustive]
             #attr
             pub struct #name {
@@ -519,10 +521,14 @@ fn constructors(name: &Ident, s: &Struct) -> TokenStream {
         }
     });
     let listed: Vec<String> = required.iter().map(|f| format!("`{}`", f.key)).collect();
+    let article = if name.to_string().starts_with(['A', 'E', 'I', 'O', 'U']) { "An" } else { "A" };
     let new_doc = match listed.len() {
-        0 => format!("A [`{name}`]{}.", if optional.is_empty() { "" } else { " with every optional field absent" }),
+        0 => format!(
+            "{article} [`{name}`]{}.",
+            if optional.is_empty() { "" } else { " with every optional field absent" }
+        ),
         _ => format!(
-            "A [`{name}`] from its required fields ({}){}.",
+            "{article} [`{name}`] from its required fields ({}){}.",
             listed.join(", "),
             if optional.is_empty() { "" } else { "; the optional ones are absent until set with the `with_` methods" }
         ),

@@ -103,3 +103,36 @@ pub fn generate(schema_json: &str, source_name: &str) -> Result<String> {
 pub fn generate_with(schema_json: &str, source_name: &str, options: &Options) -> Result<String> {
     Model::from_json(schema_json, source_name)?.to_rust(source_name, options)
 }
+
+/// Formats Rust source with `rustfmt` (from `PATH`, or `$RUSTFMT`), using the configuration file
+/// `config` if given: how `cargo xtask gen` makes checked-in generated files match `cargo fmt`.
+/// (The generator's own output is already readable; `rustfmt` only settles line breaks.)
+///
+/// # Errors
+/// [`GenError::Io`] when `rustfmt` cannot be run or refuses the input.
+pub fn rustfmt(code: &str, config: Option<&std::path::Path>) -> Result<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let program = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
+    let mut command = Command::new(&program);
+    command.args(["--edition", "2021", "--emit", "stdout"]);
+    if let Some(config) = config {
+        command.arg("--config-path").arg(config);
+    }
+    let io = |message: String| GenError::Io { path: "rustfmt".into(), message };
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| io(format!("cannot run: {e}")))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| io("no stdin".into()))?;
+    let input = code.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().map_err(|e| io(e.to_string()))?;
+    writer.join().map_err(|_| io("writer panicked".into()))?.map_err(|e| io(e.to_string()))?;
+    if !output.status.success() {
+        return Err(io(String::from_utf8_lossy(&output.stderr).into_owned()));
+    }
+    String::from_utf8(output.stdout).map_err(|e| io(e.to_string()))
+}

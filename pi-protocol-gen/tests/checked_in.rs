@@ -8,6 +8,7 @@ fn generated_v8_is_up_to_date() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let schema = std::fs::read_to_string(root.join("schema/pi-protocol.v8.json")).expect("read the schema");
     let expected = pi_protocol_gen::generate(&schema, "schema/pi-protocol.v8.json").expect("the schema generates");
+    let expected = pi_protocol_gen::rustfmt(&expected, Some(&root.join("rustfmt.toml"))).expect("rustfmt formats it");
     let actual = std::fs::read_to_string(root.join("src/generated/v8.rs")).expect("read src/generated/v8.rs");
     if actual != expected {
         let line = actual
@@ -36,7 +37,7 @@ fn model_carries_protocol_facts() {
     assert_eq!(model.limits.get("maxDepth"), Some(&64));
     assert_eq!(model.limits.get("maxConfigurableDepth"), Some(&512));
     assert_eq!(model.limits.get("maxConfigurableLength"), Some(&4_294_967_295));
-    let names: Vec<&str> = model.types.iter().map(|t| t.schema_name.as_str()).collect();
+    let names: Vec<&str> = model.types.iter().filter_map(|t| t.schema_name.as_deref()).collect();
     assert_eq!(
         names,
         [

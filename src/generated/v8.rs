@@ -128,7 +128,7 @@ pub struct ErrorBody {
     pub message: String,
 }
 impl ErrorBody {
-    /// A [`ErrorBody`] from its required fields (`code`, `message`).
+    /// An [`ErrorBody`] from its required fields (`code`, `message`).
     #[must_use]
     pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
         ErrorBody { code: code.into(), message: message.into() }
@@ -288,7 +288,7 @@ pub struct ErrorResponse {
     pub error: ErrorBody,
 }
 impl ErrorResponse {
-    /// A [`ErrorResponse`] from its required fields (`id`, `error`).
+    /// An [`ErrorResponse`] from its required fields (`id`, `error`).
     #[must_use]
     pub fn new(id: impl Into<RequestId>, error: impl Into<ErrorBody>) -> Self {
         ErrorResponse { id: id.into(), error: error.into() }
@@ -341,7 +341,7 @@ pub struct Attachment {
     pub attachment: Option<SessionTarget>,
 }
 impl Attachment {
-    /// A [`Attachment`] from its required fields (`attachment`).
+    /// An [`Attachment`] from its required fields (`attachment`).
     #[must_use]
     pub fn new(attachment: impl Into<Option<SessionTarget>>) -> Self {
         Attachment { attachment: attachment.into() }

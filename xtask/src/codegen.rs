@@ -24,6 +24,9 @@ fn generate_v8(check: bool) -> Result<(), String> {
     let root = project_root();
     let schema = fs::read_to_string(root.join(SCHEMA)).map_err(|e| format!("cannot read {SCHEMA}: {e}"))?;
     let code = pi_protocol_gen::generate(&schema, SCHEMA).map_err(|e| format!("{SCHEMA}: {e}"))?;
+    // Formatted as `cargo fmt` would, so the checked-in file passes `cargo fmt --check`.
+    let code =
+        pi_protocol_gen::rustfmt(&code, Some(&root.join("rustfmt.toml"))).map_err(|e| format!("{OUTPUT}: {e}"))?;
     ensure_file_contents(&root, OUTPUT, &code, check)
 }
 
