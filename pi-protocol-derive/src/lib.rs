@@ -4,49 +4,67 @@
 //!
 //! # Shapes
 //!
-//! - **String newtype** `struct X(String);` with optional `#[codec(pattern = "...")]` and
-//!   `#[codec(min_length = N)]`: a text string meeting the constraints. Besides the codec traits
-//!   it gets `new` (validating), `is_valid`, `as_str`, `into_string`, `AsRef<str>`,
-//!   `Deref<Target = str>`, `Display`, `FromStr`, `TryFrom<String>`, `TryFrom<&str>`,
-//!   `From<X> for String`, `PartialEq<str>` and `PartialEq<&str>`. The text may also be kept in
-//!   a `CompactString` (inline up to 24 bytes) or, when a pattern fixes its length at N bytes,
-//!   an `ArrayString<N>` (checked against the pattern at compile time): the storages of the
-//!   runtime's `TextStorage` trait.
+//! - **Newtype** `struct X(T);` with value checks on the type (below): a `T` meeting them. Over a
+//!   text storage (`String`, `CompactString`, or `ArrayString<N>` when a `pattern` fixes the
+//!   length at N bytes, checked at compile time) it reads as a string: `new` (validating),
+//!   `is_valid`, `as_str`, `into_string`, `AsRef<str>`, `Borrow<str>`, `Deref<Target = str>`,
+//!   `Display`, `FromStr`, `TryFrom<String>`, `TryFrom<&str>`, `From<X> for String`,
+//!   `PartialEq<str>` and `PartialEq<&str>`. Over any other type it gets `new` (validating),
+//!   `get`, `into_inner`, `AsRef<T>`, `Deref<Target = T>` and `TryFrom<T>`.
 //! - **Struct with named fields**: a map with fixed keys (PROTOCOL.md section 4). Unknown keys,
 //!   duplicate keys and missing required keys are errors; key order on the wire is free; the
 //!   encoder writes keys in canonical order. Container attribute
 //!   `literal(key = "type", value = "hello")` adds a key with a fixed value (a string, `true`,
-//!   `false` or an integer; an integer literal also accepts an integral float64), which is not
+//!   `false` or a number; a number literal equals any float64 of the same value), which is not
 //!   stored in the struct. Literals come first in canonical order, unless
 //!   `after = "<wire key>"` places one right behind another key. Structs also implement
 //!   `Tagged` (their literals) and `KeySet` (their keys).
-//! - **Tagged enum** `#[codec(tag = "type")] enum E { A(A), B(B) }`: the value of the tag key
-//!   picks the first variant whose type accepts it (`Tagged::accepts`). A missing tag key is a
-//!   `MissingField` error at the tag, a value no variant accepts a `Literal` error at the tag.
-//!   The enum implements `Tagged` itself (any variant accepts), so it can nest in another
-//!   tagged enum.
-//! - **Key-set enum** `#[codec(key_set)] enum E { A(A), B(B) }`: the set of keys in the map
-//!   picks the variant (`KeySet::matches_keys`); no match is a `NoVariant` error.
+//! - **Enum**: a union. A value is first told apart by its JSON type (each variant's
+//!   `Decode::TYPES`): a unit variant `#[codec(value = "off")] Off` stands for one literal
+//!   (a string, a number, `true`/`false`, or `null`), a tuple variant `V(T)` for any value of
+//!   `T`; the first variant that can hold the value's type decodes it. Maps, when several
+//!   variants are map-shaped, are told apart by the enum's container attribute:
+//!   - `tag = "type"`: the value of one key picks the first variant whose type accepts it
+//!     (`Tagged::accepts`). A missing tag key is a `MissingField` error at the tag, a value no
+//!     variant accepts a `Literal` error at the tag.
+//!   - `tags("role", "status")`: the values of several keys together; a variant accepts them
+//!     when each key at which it has a literal holds that literal (`Tagged::accepts_all`). The
+//!     error names the first key at which no variant fits.
+//!   - `key_set`: the set of keys in the map picks the variant (`KeySet::matches_keys`); no
+//!     match is a `NoVariant` error.
 //!
-//! Both enum kinds get `From<T>` for every variant type that no other variant shares.
+//!   Enums implement `Tagged` themselves (any variant accepts), so they nest in other unions,
+//!   and get `From<T>` for every variant type no other variant shares.
 //!
 //! # Field attributes
 //!
 //! - `rename = "wireKey"`: the key on the wire (default: the field name).
 //! - An `Option<T>` field is optional: absent is `None`, and `None` is omitted when encoding.
 //!   `null` is not `None` (it decodes only if `T` accepts null).
-//! - `nullable` on an `Option<T>` field: the key is required, `null` is `None`.
-//! - `minimum = N` on an `Integer` field; `min_length = N` and `pattern = "..."` on a `String`
-//!   field.
+//! - `nullable` on an `Option<T>` field: the key is required, `null` is `None`; on an
+//!   `Option<Option<T>>` field: the key is optional (`None`), and `null` is `Some(None)`.
+//! - Value checks, as on newtypes.
 //!
-//! `pattern` accepts the fixed-length subset of `pi_protocol_runtime::pattern`; it is compiled
-//! at expansion time into byte comparisons, and a pattern outside the subset is a compile error
-//! at the attribute.
+//! # Value checks
 //!
-//! # Container attribute `crate`
+//! On a field (of the value inside its `Option`s) or on a newtype: `min_length = N`,
+//! `max_length = N` (lengths as the reference counts them, `pi_protocol_runtime::checks`),
+//! `pattern = "..."` (an ECMAScript pattern, `u` flag, tested anywhere in the string);
+//! `minimum = N`, `maximum = N`, `exclusive_minimum = N`, `exclusive_maximum = N` (integer or
+//! float literals); `min_items = N`, `max_items = N` on a `Vec<T>`, and `items(...)` checks of
+//! every element; `values(...)` and `keys(...)` checks of every entry of a `Record<T>`. Checks
+//! look through `Option` (a `None` has nothing to check) and `Box`. A pattern of the
+//! fixed-length subset of `pi_protocol_runtime::pattern` is compiled at expansion time into
+//! byte comparisons; any other is compiled once, at first use; an invalid pattern is a compile
+//! error at the attribute.
+//!
+//! # Container attributes `crate` and `json`
 //!
 //! Emitted code names the runtime as `::pi_protocol_runtime`; `#[codec(crate = "path")]`
-//! changes that (for a crate that re-exports the runtime).
+//! changes that (for a crate that re-exports the runtime). `#[codec(json)]` adds the JSON view:
+//! `serde::Serialize` and `serde::Deserialize` in the exact wire shape (through the wire
+//! encoding, every rule of the decoder applied on the way in), and inherent `to_json()` and
+//! `from_json(&Value)`.
 //!
 //! # Example
 //!
