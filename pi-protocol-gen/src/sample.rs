@@ -211,8 +211,14 @@ impl<'m> Sampler<'m> {
             }
             TypeExpr::Array(items) => {
                 let min = checks.min_items.unwrap_or(0);
-                let max = checks.max_items.unwrap_or(u64::MAX).min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
-                let count = self.rng.between(min, max.max(min));
+                let limit = checks.max_items.unwrap_or(u64::MAX);
+                let max = limit.min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
+                // Now and then exactly at the maximum, where revisions of a schema tend to differ.
+                let count = if depth < DEPTH_BUDGET && limit <= 64 && self.rng.one_in(8) {
+                    limit
+                } else {
+                    self.rng.between(min, max.max(min))
+                };
                 (0..count).map(|_| self.shape(items, depth + 1)).collect::<Option<Vec<_>>>().map(Value::Array)
             }
             TypeExpr::Record(record) => {
@@ -254,7 +260,12 @@ impl<'m> Sampler<'m> {
         };
         match &checks.pattern {
             None => {
-                let length = self.rng.between(min, max.min(min + 12));
+                // Now and then right at a bound, where revisions of a schema tend to differ.
+                let length = match self.rng.below(8) {
+                    0 => min,
+                    1 if max <= 4096 => max,
+                    _ => self.rng.between(min, max.min(min + 12)),
+                };
                 let text = self.text(length);
                 fits(&text).then_some(Value::String(text))
             }

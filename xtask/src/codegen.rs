@@ -31,7 +31,7 @@ fn generate_v8(check: bool) -> Result<(), String> {
 }
 
 /// The workspace root: the parent of this crate's directory.
-fn project_root() -> PathBuf {
+pub fn project_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }

@@ -6,6 +6,7 @@
 //!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`).
 //! - `gen --check`: regenerates in memory and fails, naming the stale file and the command to
 //!   run, when a checked-in file differs. CI runs this.
+//! - `growth`: schema growth needs no hand edit (see `growth.rs`). CI runs this.
 //! - `conformance [--cases N] [--seed S]`: differential test of the decoders and encoders
 //!   against the reference package, run by node (see `conformance.rs`).
 //! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
@@ -16,12 +17,15 @@ use std::process::ExitCode;
 mod bench_reference;
 mod codegen;
 mod conformance;
+mod growth;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
   gen --check  fail if a checked-in generated file is stale
+  growth       grow the schema in a copy of the workspace (an optional property on every
+               object, a message each way), regenerate, build everything, run conformance
   conformance [--cases N] [--seed S]
                differential test against the reference package (needs node and npm)
   bench-reference [--seconds S]
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
         ["gen"] => codegen::generate(false),
         ["gen", "--check"] | ["--check", "gen"] => codegen::generate(true),
         ["conformance", rest @ ..] => conformance::run(rest),
+        ["growth", rest @ ..] => growth::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
