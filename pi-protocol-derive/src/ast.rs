@@ -133,6 +133,7 @@ impl Struct<'_> {
 }
 
 /// One key of a map-shaped struct.
+#[allow(clippy::large_enum_variant)] // Built once per derive; boxing buys nothing.
 pub enum Entry<'a> {
     /// A key with a fixed value, not stored in the struct.
     Literal(Literal),

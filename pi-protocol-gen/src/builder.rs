@@ -16,16 +16,13 @@ use crate::model::Model;
 /// so the crate depends on `pi-protocol` and, at build time, `pi-protocol-gen`, nothing else.
 ///
 /// ```no_run
-/// // build.rs
-/// fn main() {
-///     pi_protocol_gen::Builder::new()
-///         .schema("schema/chat.json")
-///         .type_attribute("*", "#[allow(clippy::large_enum_variant)]")
-///         .generate()
-///         .unwrap();
-/// }
-/// // src/lib.rs:
-/// // pub mod chat { include!(concat!(env!("OUT_DIR"), "/chat.rs")); }
+/// // In build.rs:
+/// pi_protocol_gen::Builder::new()
+///     .schema("schema/chat.json")
+///     .type_attribute("*", "#[allow(clippy::large_enum_variant)]")
+///     .generate()
+///     .unwrap();
+/// // In src/lib.rs: pub mod chat { include!(concat!(env!("OUT_DIR"), "/chat.rs")); }
 /// ```
 #[derive(Debug, Clone)]
 #[must_use]

@@ -170,6 +170,9 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
     Ok(Model { protocol_version, limits, title, description, types, client_message, server_message })
 }
 
+/// The literals that single out one union member: key and value.
+type Tags = Vec<(String, LiteralValue)>;
+
 /// A name for a type made from an inline schema: the short form (`Cost`, `ItemStarted`) when no
 /// other type has it, else the long form that adds the place it was found (`UsageCost`).
 #[derive(Debug, Clone)]
@@ -868,7 +871,7 @@ impl<'r, 'a> Converter<'r, 'a> {
         members: &[Member_],
         objects: &[usize],
         pointer: &str,
-    ) -> Result<(Dispatch, Vec<Vec<(String, LiteralValue)>>)> {
+    ) -> Result<(Dispatch, Vec<Tags>)> {
         let mut literal_sets: Vec<Vec<(String, LiteralValue)>> = vec![Vec::new(); members.len()];
         for &i in objects {
             let VariantKind::Value(shape) = &members[i].kind else { unreachable!("objects are values") };

@@ -363,11 +363,14 @@ impl Context<'_> {
         let constructors = constructors(name, s);
         // Without required fields, `new()` is the default value (every optional field absent).
         let default = s.fields().all(|f| f.optional).then(|| quote!(Default,));
+        // Several literals read as repeated attribute arguments to clippy.
+        let allow = (s.literals().count() > 1).then(|| quote!(#[allow(clippy::duplicated_attributes)]));
         quote! {
             #docs
             #[derive(Debug, Clone, PartialEq, Eq, Hash, #default Codec)]
             #[non_exhaustive]
             #attr
+            #allow
             pub struct #name {
                 #(#fields)*
             }
@@ -454,6 +457,9 @@ impl Context<'_> {
             #[derive(#derives)]
             #[non_exhaustive]
             #attr
+            // Variants are held inline: a decoded message is one value, with no allocation of its
+            // own, whatever the sizes of the other variants.
+            #[allow(clippy::large_enum_variant)]
             pub enum #name {
                 #(#variants)*
             }

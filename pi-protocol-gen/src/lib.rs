@@ -42,6 +42,7 @@
 pub mod language {}
 
 mod builder;
+pub mod compat;
 mod convert;
 mod emit;
 mod error;

@@ -245,6 +245,7 @@ impl Struct {
 
 /// One property of an object.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // A model is built once per schema; boxing buys nothing.
 pub enum Member {
     /// A value stored in the struct.
     Field(Field),

@@ -271,7 +271,7 @@ impl<'m> Sampler<'m> {
             }
             Some(pattern) => {
                 for _ in 0..PATTERN_ATTEMPTS {
-                    let text = self.from_pattern(pattern)?;
+                    let text = self.matching(pattern)?;
                     if fits(&text) {
                         return Some(Value::String(text));
                     }
@@ -299,7 +299,7 @@ impl<'m> Sampler<'m> {
     }
 
     /// A string matching `pattern`, or `None` when none was found.
-    fn from_pattern(&mut self, pattern: &str) -> Option<String> {
+    fn matching(&mut self, pattern: &str) -> Option<String> {
         let entry = self.patterns.entry(pattern.to_string()).or_insert_with(|| {
             let compiled = SchemaPattern::compile(pattern).ok()?;
             let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok();
@@ -669,7 +669,7 @@ mod tests {
         for pattern in ["^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "^https://", "^[0-9a-f]{8}-[0-9a-f]{4}$", "^(ab|cd)+x?$"] {
             let compiled = SchemaPattern::compile(pattern).unwrap();
             for _ in 0..50 {
-                let text = sampler.from_pattern(pattern).expect("a match");
+                let text = sampler.matching(pattern).expect("a match");
                 assert!(compiled.matches(&text), "{pattern} on {text:?}");
             }
         }

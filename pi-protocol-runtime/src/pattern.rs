@@ -197,7 +197,7 @@ impl Pattern {
             return None;
         }
         let positions: Vec<&[(u8, u8)]> =
-            self.segments.iter().flat_map(|s| std::iter::repeat(s.ranges.as_slice()).take(s.count)).collect();
+            self.segments.iter().flat_map(|s| std::iter::repeat_n(s.ranges.as_slice(), s.count)).collect();
         let mut offsets: Vec<usize> = (0..self.length - 7).step_by(8).collect();
         if self.length % 8 != 0 {
             offsets.push(self.length - 8);

@@ -78,7 +78,7 @@ impl EncodedFrame {
     pub(crate) fn from_parts(inline: Vec<u8>, payloads: Vec<(usize, Bytes)>) -> Self {
         debug_assert!(payloads.iter().all(|(_, payload)| !payload.is_empty()));
         debug_assert!(payloads.windows(2).all(|w| w[0].0 <= w[1].0));
-        debug_assert!(payloads.last().map_or(true, |(at, _)| *at <= inline.len()));
+        debug_assert!(payloads.last().is_none_or(|(at, _)| *at <= inline.len()));
         let remaining = inline.len() + payloads.iter().map(|(_, payload)| payload.len()).sum::<usize>();
         EncodedFrame { inline, payloads, inline_pos: 0, next: 0, remaining }
     }

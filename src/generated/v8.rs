@@ -108,6 +108,7 @@ impl SessionTarget {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, key_set)]
+#[allow(clippy::large_enum_variant)]
 pub enum RpcTarget {
     /// `{ serverId }`.
     Server(ServerTarget),
@@ -202,6 +203,7 @@ impl Cancel {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientMessage {
     /// `type: "hello"`.
     Hello(ClientHello),
@@ -217,6 +219,7 @@ pub enum ClientMessage {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "hello"), literal(key = "version", value = 8))]
+#[allow(clippy::duplicated_attributes)]
 pub struct ServerHello {
     /// The logical server this connection talks to.
     #[codec(rename = "serverId")]
@@ -254,6 +257,7 @@ impl ServerHelloError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = true, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct SuccessResponse {
     /// Id of the request this settles.
     pub id: RequestId,
@@ -281,6 +285,7 @@ impl SuccessResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = false, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct ErrorResponse {
     /// Id of the request this settles.
     pub id: RequestId,
@@ -301,6 +306,7 @@ impl ErrorResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "ok")]
+#[allow(clippy::large_enum_variant)]
 pub enum Response {
     /// `ok: true`.
     Success(SuccessResponse),
@@ -354,6 +360,7 @@ impl Attachment {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerMessage {
     /// `type: "hello"`.
     Hello(ServerHello),

@@ -45,7 +45,11 @@ pub fn run(args: &[&str]) -> Result<(), String> {
         if status.success() {
             Ok(())
         } else {
-            Err(format!("`cargo {}` failed in the grown workspace ({status}); it is left in {}", args.join(" "), copy.display()))
+            Err(format!(
+                "`cargo {}` failed in the grown workspace ({status}); it is left in {}",
+                args.join(" "),
+                copy.display()
+            ))
         }
     };
     cargo(&["xtask", "gen"])?;
@@ -79,7 +83,10 @@ fn grow(schema: &mut Value) -> Result<usize, String> {
             "additionalProperties": false
         })
     };
-    defs.insert("GrowthClientMessage".into(), message("growth_probe", json!({ "type": "array", "items": { "type": "integer" } })));
+    defs.insert(
+        "GrowthClientMessage".into(),
+        message("growth_probe", json!({ "type": "array", "items": { "type": "integer" } })),
+    );
     defs.insert("GrowthServerMessage".into(), message("growth_notice", json!({ "enum": ["low", "high"] })));
     for (union, added) in [("ClientMessage", "GrowthClientMessage"), ("ServerMessage", "GrowthServerMessage")] {
         let members = defs

@@ -48,6 +48,7 @@ impl Holder {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json)]
+#[allow(clippy::large_enum_variant)]
 pub enum JsonValue {
     /// `null`.
     #[codec(value = null)]

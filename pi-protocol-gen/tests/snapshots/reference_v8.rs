@@ -12,6 +12,7 @@ pub const PROTOCOL_VERSION: u32 = 8;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum ClientMessage {
     /// `type: "hello"`.
     Hello(Hello),
@@ -25,6 +26,7 @@ pub enum ClientMessage {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerMessage {
     /// `type: "hello"`.
     Hello(HelloVersion8),
@@ -93,6 +95,7 @@ impl Cancel {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "hello"), literal(key = "version", value = 8))]
+#[allow(clippy::duplicated_attributes)]
 pub struct HelloVersion8 {
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
@@ -124,6 +127,7 @@ impl HelloError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "ok")]
+#[allow(clippy::large_enum_variant)]
 pub enum Response {
     /// `ok: true`.
     OkTrue(OkTrue),
@@ -168,6 +172,7 @@ impl Attachment {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, key_set)]
+#[allow(clippy::large_enum_variant)]
 pub enum Target {
     /// `{ serverId }`.
     Variant0(Variant0),
@@ -196,6 +201,7 @@ impl Error {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = true, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct OkTrue {
     #[codec(min_length = 1)]
     pub id: String,
@@ -220,6 +226,7 @@ impl OkTrue {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = false, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct OkFalse {
     #[codec(min_length = 1)]
     pub id: String,

@@ -9,6 +9,7 @@ use pi_protocol_runtime::{CompactString, Number, Payload};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "ping"), literal(key = "v", value = 8))]
+#[allow(clippy::duplicated_attributes)]
 pub struct Ping {}
 impl Ping {
     /// A [`Ping`].
@@ -22,6 +23,7 @@ impl Ping {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = true, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct Yes {
     pub id: String,
 }
@@ -37,6 +39,7 @@ impl Yes {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = false, after = "id"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct No {
     pub id: String,
     pub why: String,
@@ -55,6 +58,7 @@ impl No {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "ok")]
+#[allow(clippy::large_enum_variant)]
 pub enum Answer {
     /// `ok: true`.
     Yes(Yes),
@@ -66,6 +70,7 @@ pub enum Answer {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum Message {
     /// `type: "ping"`.
     Ping(Ping),
@@ -116,6 +121,7 @@ impl Big {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, key_set)]
+#[allow(clippy::large_enum_variant)]
 pub enum Either {
     /// `{ a }`.
     Small(Small),
@@ -127,6 +133,7 @@ pub enum Either {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, tags("role", "failed"))]
+#[allow(clippy::large_enum_variant)]
 pub enum Done {
     /// `role: "tool", failed: false`.
     ToolFailedFalse(ToolFailedFalse),
@@ -140,6 +147,7 @@ pub enum Done {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json)]
+#[allow(clippy::large_enum_variant)]
 pub enum Scalar {
     /// A [`ScalarString`].
     String(ScalarString),
@@ -156,6 +164,7 @@ pub enum Scalar {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json)]
+#[allow(clippy::large_enum_variant)]
 pub enum Level {
     /// `"off"`.
     #[codec(value = "off")]
@@ -178,6 +187,7 @@ pub enum Level {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json)]
+#[allow(clippy::large_enum_variant)]
 pub enum Color {
     /// `"red"`.
     #[codec(value = "red")]
@@ -196,6 +206,7 @@ pub enum Color {
     literal(key = "status", value = "done"),
     literal(key = "failed", value = false)
 )]
+#[allow(clippy::duplicated_attributes)]
 pub struct ToolFailedFalse {
     pub out: Payload,
 }
@@ -216,6 +227,7 @@ impl ToolFailedFalse {
     literal(key = "status", value = "done"),
     literal(key = "failed", value = true)
 )]
+#[allow(clippy::duplicated_attributes)]
 pub struct ToolFailedTrue {}
 impl ToolFailedTrue {
     /// A [`ToolFailedTrue`].
@@ -229,6 +241,7 @@ impl ToolFailedTrue {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "role", value = "bot"), literal(key = "status", value = "done"))]
+#[allow(clippy::duplicated_attributes)]
 pub struct Bot {}
 impl Bot {
     /// A [`Bot`].

@@ -1730,14 +1730,14 @@ mod tests {
                     let mut map = vec![0xa3];
                     text(&mut map, b"p");
                     map.push(0x80 + padding.min(16) as u8);
-                    map.extend(std::iter::repeat(0u8).take(padding.min(16)));
+                    map.extend(std::iter::repeat_n(0u8, padding.min(16)));
                     text(&mut map, &key);
                     map.push(0x01);
                     text(&mut map, second);
                     map.push(0x02);
                     let plain_map = agrees_with_the_walk(&map);
                     let mut array = vec![0x83, 0x80 + padding.min(16) as u8];
-                    array.extend(std::iter::repeat(0u8).take(padding.min(16)));
+                    array.extend(std::iter::repeat_n(0u8, padding.min(16)));
                     text(&mut array, &key);
                     text(&mut array, second);
                     let plain_array = agrees_with_the_walk(&array);
