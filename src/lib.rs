@@ -13,14 +13,14 @@
 //!
 //! ```
 //! use pi_protocol::{encode_client_message, ClientMessage, ClientMessageDecoder, Payload, Request,
-//!                   RequestId, RpcTarget, ServerId, ServerTarget};
+//!                   RequestId, ServerId, ServerTarget};
 //! use serde_json::json;
 //!
-//! let request = ClientMessage::Request(Request {
-//!     id: RequestId::new("req-1")?,
-//!     target: RpcTarget::Server(ServerTarget { server_id: ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")? }),
-//!     call: Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))?,
-//! });
+//! let request = ClientMessage::from(Request::new(
+//!     RequestId::new("req-1")?,
+//!     ServerTarget::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?),
+//!     Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))?,
+//! ));
 //! let frame = encode_client_message(&request)?;
 //!
 //! // The receiving side: any fragmentation of the stream works.
@@ -182,15 +182,15 @@ pub fn encode_server_message_with(message: &ServerMessage, options: &CodecOption
 ///
 /// ```
 /// use pi_protocol::{encode_client_message, encode_client_message_vectored, ClientMessage, Payload,
-///                   Request, RequestId, RpcTarget, ServerId, ServerTarget};
+///                   Request, RequestId, ServerId, ServerTarget};
 /// use serde_json::json;
 ///
 /// let call = Payload::from_value(&json!({"member": "upload", "args": ["x".repeat(1 << 20)]}))?;
-/// let request = ClientMessage::Request(Request {
-///     id: RequestId::new("req-1")?,
-///     target: RpcTarget::Server(ServerTarget { server_id: ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")? }),
-///     call: call.clone(),
-/// });
+/// let request = ClientMessage::from(Request::new(
+///     RequestId::new("req-1")?,
+///     ServerTarget::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?),
+///     call.clone(),
+/// ));
 /// let mut frame = encode_client_message_vectored(&request)?;
 /// // Envelope bytes, the call's own memory (not a copy), nothing after it.
 /// let segments: Vec<&[u8]> = frame.segments().collect();
