@@ -133,6 +133,7 @@ impl Struct<'_> {
 }
 
 /// One key of a map-shaped struct.
+#[allow(clippy::large_enum_variant)] // Built once per key at expansion time: size does not matter.
 pub enum Entry<'a> {
     /// A key with a fixed value, not stored in the struct.
     Literal(Literal),
@@ -266,7 +267,10 @@ impl<'a> Container<'a> {
                 Fields::Unnamed(fields) => {
                     only(cx, &attrs, &[], "newtypes `struct X(T);`");
                     if fields.unnamed.len() != 1 {
-                        cx.error_spanned_by(fields, "a tuple struct deriving Codec must have exactly one field (a newtype)");
+                        cx.error_spanned_by(
+                            fields,
+                            "a tuple struct deriving Codec must have exactly one field (a newtype)",
+                        );
                         None
                     } else {
                         let field = &fields.unnamed[0];
@@ -274,7 +278,8 @@ impl<'a> Container<'a> {
                         check_type(cx, &field.ty);
                         let checks = build_checks(cx, &attrs.checks);
                         let capacity = array_string_capacity(&field.ty);
-                        let text = is_named(&field.ty, "String") || is_named(&field.ty, "CompactString") || capacity.is_some();
+                        let text =
+                            is_named(&field.ty, "String") || is_named(&field.ty, "CompactString") || capacity.is_some();
                         if let Some(capacity) = capacity {
                             // A fixed capacity holds exactly the texts of a pattern of that length.
                             let length = checks.pattern.as_ref().and_then(|(p, _)| p.as_ref()).map(Pattern::length);
@@ -304,14 +309,11 @@ impl<'a> Container<'a> {
             },
             Data::Enum(data) => {
                 only(cx, &attrs, &["tag", "tags", "key_set"], "enums");
-                let set: Vec<(&str, Span)> = [
-                    ("tag", attrs.tag.span()),
-                    ("tags", attrs.tags.span()),
-                    ("key_set", attrs.key_set.span()),
-                ]
-                .into_iter()
-                .filter_map(|(name, span)| span.map(|s| (name, s)))
-                .collect();
+                let set: Vec<(&str, Span)> =
+                    [("tag", attrs.tag.span()), ("tags", attrs.tags.span()), ("key_set", attrs.key_set.span())]
+                        .into_iter()
+                        .filter_map(|(name, span)| span.map(|s| (name, s)))
+                        .collect();
                 if let [(first, _), (second, span), ..] = set.as_slice() {
                     cx.error_at(
                         *span,
@@ -597,7 +599,11 @@ fn build_union<'a>(cx: &Ctxt, data: &'a syn::DataEnum) -> Union<'a> {
                         cx.error_spanned_by(&variant.ident, format!("the value {} is used twice", value.to_json()));
                     }
                     unit_values.push(value.clone());
-                    variants.push(Variant { ident: &variant.ident, kind: VariantKind::Unit(value), unique_type: false });
+                    variants.push(Variant {
+                        ident: &variant.ident,
+                        kind: VariantKind::Unit(value),
+                        unique_type: false,
+                    });
                 }
             }
             _ => cx.error_spanned_by(

@@ -314,7 +314,8 @@ pub struct FieldAttrs {
 impl FieldAttrs {
     /// Reads every `#[codec(...)]` attribute of a field.
     pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
-        let mut out = FieldAttrs { rename: Attr::none("rename"), nullable: Attr::none("nullable"), checks: CheckAttrs::new() };
+        let mut out =
+            FieldAttrs { rename: Attr::none("rename"), nullable: Attr::none("nullable"), checks: CheckAttrs::new() };
         for attr in codec_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let span = path_span(&meta);

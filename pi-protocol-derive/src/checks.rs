@@ -119,7 +119,9 @@ pub fn statements(
             statements(krate, &quote!(#key), &string, keys, &inner_path, depth + 1)
         });
         let value_checks = match (&checks.values, container_inner(ty, "Record")) {
-            (Some(values), Some(element)) => statements(krate, &quote!(#entry), element, values, &inner_path, depth + 1),
+            (Some(values), Some(element)) => {
+                statements(krate, &quote!(#entry), element, values, &inner_path, depth + 1)
+            }
             _ => TokenStream::new(),
         };
         out.extend(quote! {
@@ -241,4 +243,3 @@ fn byte_tests(pattern: &Pattern) -> (Vec<TokenStream>, Vec<TokenStream>) {
     }
     (tables, tests)
 }
-

@@ -42,11 +42,8 @@ pub fn newtype(cont: &Container<'_>, newtype: &Newtype<'_>) -> TokenStream {
             ::core::result::Result::Ok(#ident(__inner))
         }
     };
-    let types = if newtype.text {
-        quote!(#krate::JsonTypes::STRING)
-    } else {
-        quote!(<#storage as #krate::Decode<'de>>::TYPES)
-    };
+    let types =
+        if newtype.text { quote!(#krate::JsonTypes::STRING) } else { quote!(<#storage as #krate::Decode<'de>>::TYPES) };
     quote! {
         #[automatically_derived]
         impl<'de> #krate::Decode<'de> for #ident {
@@ -129,7 +126,8 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
             Entry::Field(field) => {
                 let slot = format_ident!("__field{}", index);
                 let value_ty = field.value_ty;
-                let checks = checks::statements(krate, &quote!(&__value), value_ty, &field.checks, &quote!(.at(#key)), 0);
+                let checks =
+                    checks::statements(krate, &quote!(&__value), value_ty, &field.checks, &quote!(.at(#key)), 0);
                 let read = quote_spanned! {value_ty.span()=>
                     <#value_ty as #krate::Decode<'de>>::decode(__reader)
                 };
@@ -249,9 +247,9 @@ pub fn union(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     // maps the test below folds away).
     let map_dispatch = !matches!(union.dispatch, Dispatch::ByType);
     let has_units = union.units().next().is_some();
-    let non_map = union.wrapped().map(|(_, ty)| {
-        quote_spanned!(ty.span()=> (<#ty as #krate::Decode<'de>>::TYPES != #json_types::OBJECT))
-    });
+    let non_map = union
+        .wrapped()
+        .map(|(_, ty)| quote_spanned!(ty.span()=> (<#ty as #krate::Decode<'de>>::TYPES != #json_types::OBJECT)));
     let non_map = quote!(#has_units #(|| #non_map)*);
 
     let unit_tests = union.units().map(|(variant, value)| {
@@ -429,9 +427,9 @@ fn multi_tagged_entries(cont: &Container<'_>, union: &Union<'_>, tags: &[String]
             }
         }
     });
-    let accepts_prefix = union.wrapped().map(|(_, ty)| {
-        quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts_all(&__values[..=__i]))
-    });
+    let accepts_prefix = union
+        .wrapped()
+        .map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts_all(&__values[..=__i])));
     quote! {
         let __values: [(&str, ::core::option::Option<#krate::Scalar<'de>>); #count] = [#(#lookups),*];
         #(#attempts)*
@@ -451,10 +449,8 @@ fn multi_tagged_entries(cont: &Container<'_>, union: &Union<'_>, tags: &[String]
 fn key_set_entries(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
-    let lengths: Vec<TokenStream> = union
-        .wrapped()
-        .map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::KeySet>::KEYS.len()))
-        .collect();
+    let lengths: Vec<TokenStream> =
+        union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::KeySet>::KEYS.len())).collect();
     let attempts = union.wrapped().map(|(variant, ty)| {
         let name = variant.ident;
         quote_spanned! {ty.span()=>

@@ -80,7 +80,8 @@ pub fn newtype_tagged(cont: &Container<'_>) -> TokenStream {
 pub fn enum_tagged(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let krate = &cont.krate;
     let ident = cont.ident;
-    let tests = union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts(__key, __value)));
+    let tests =
+        union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts(__key, __value)));
     let all_tests =
         union.wrapped().map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Tagged>::accepts_all(__values)));
     quote! {

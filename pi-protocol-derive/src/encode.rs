@@ -64,7 +64,8 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
             Entry::Field(field) => {
                 let member = field.member;
                 let value_ty = field.value_ty;
-                let encode = quote_spanned!(value_ty.span()=> <#value_ty as #krate::Encode>::encode(__value, __writer););
+                let encode =
+                    quote_spanned!(value_ty.span()=> <#value_ty as #krate::Encode>::encode(__value, __writer););
                 if matches!(field.presence, Presence::Optional | Presence::OptionalNullable) {
                     optional_counts.push(quote! {
                         if self.#member.is_some() {

@@ -27,6 +27,8 @@ use crate::model::Model;
 /// // src/lib.rs:
 /// // pub mod chat { include!(concat!(env!("OUT_DIR"), "/chat.rs")); }
 /// ```
+// The example is a whole build.rs, `fn main` included.
+#[allow(clippy::needless_doctest_main)]
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct Builder {
@@ -109,20 +111,24 @@ impl Builder {
     pub fn generate(self) -> Result<Vec<PathBuf>> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
-            None => std::env::var_os("OUT_DIR")
-                .map(PathBuf::from)
-                .ok_or_else(|| GenError::Io { path: "OUT_DIR".into(), message: "not set: run from a build script or set out_dir".into() })?,
+            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| GenError::Io {
+                path: "OUT_DIR".into(),
+                message: "not set: run from a build script or set out_dir".into(),
+            })?,
         };
         let mut written = Vec::with_capacity(self.schemas.len());
         for schema in &self.schemas {
             println!("cargo:rerun-if-changed={}", schema.display());
             let io = |e: std::io::Error| GenError::Io { path: schema.display().to_string(), message: e.to_string() };
             let text = std::fs::read_to_string(schema).map_err(io)?;
-            let source_name = schema.file_name().map_or_else(|| schema.display().to_string(), |n| n.to_string_lossy().into_owned());
+            let source_name =
+                schema.file_name().map_or_else(|| schema.display().to_string(), |n| n.to_string_lossy().into_owned());
             let code = Model::from_json(&text, &source_name)?.to_rust(&source_name, &self.options)?;
-            let stem = schema.file_stem().map_or_else(|| "schema".into(), |s| s.to_string_lossy().replace(['.', '-'], "_"));
+            let stem =
+                schema.file_stem().map_or_else(|| "schema".into(), |s| s.to_string_lossy().replace(['.', '-'], "_"));
             let path = out_dir.join(format!("{stem}.rs"));
-            std::fs::write(&path, code).map_err(|e| GenError::Io { path: path.display().to_string(), message: e.to_string() })?;
+            std::fs::write(&path, code)
+                .map_err(|e| GenError::Io { path: path.display().to_string(), message: e.to_string() })?;
             written.push(path);
         }
         Ok(written)

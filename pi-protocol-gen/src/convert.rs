@@ -72,7 +72,14 @@ mod json_type {
 
     /// Words for a set, for messages.
     pub fn describe(types: u8) -> String {
-        let names = [(NULL, "null"), (BOOLEAN, "boolean"), (NUMBER, "number"), (STRING, "string"), (ARRAY, "array"), (OBJECT, "object")];
+        let names = [
+            (NULL, "null"),
+            (BOOLEAN, "boolean"),
+            (NUMBER, "number"),
+            (STRING, "string"),
+            (ARRAY, "array"),
+            (OBJECT, "object"),
+        ];
         let parts: Vec<&str> = names.iter().filter(|(bit, _)| types & bit != 0).map(|(_, n)| *n).collect();
         parts.join(" or ")
     }
@@ -94,7 +101,9 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
             }
         }
         let mut roots = [None, None];
-        for (slot, (key, name)) in roots.iter_mut().zip([("clientMessage", "ClientMessage"), ("serverMessage", "ServerMessage")]) {
+        for (slot, (key, name)) in
+            roots.iter_mut().zip([("clientMessage", "ClientMessage"), ("serverMessage", "ServerMessage")])
+        {
             if let Some(node) = root.child(key)? {
                 *slot = Some(cx.named_root(node, name)?);
             }
@@ -151,7 +160,10 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
         if let Some(name) = name {
             let def = types.iter().find(|t| &t.rust_name == name).expect("root types are named types");
             if !matches!(def.kind, TypeKind::Union(_) | TypeKind::Struct(_)) {
-                return Err(GenError::schema(def.pointer.clone(), format!("the {side} message type must be an object or a union of objects")));
+                return Err(GenError::schema(
+                    def.pointer.clone(),
+                    format!("the {side} message type must be an object or a union of objects"),
+                ));
             }
         }
     }
@@ -213,7 +225,13 @@ struct Converter<'r, 'a> {
 
 impl<'r, 'a> Converter<'r, 'a> {
     fn new(refs: &'r References<'a>) -> Self {
-        Converter { refs, types: Vec::new(), by_pointer: HashMap::new(), by_canonical: HashMap::new(), names: HashSet::new() }
+        Converter {
+            refs,
+            types: Vec::new(),
+            by_pointer: HashMap::new(),
+            by_canonical: HashMap::new(),
+            names: HashSet::new(),
+        }
     }
 
     /// Registers a root definition under its name (`x-rust-name` or the key). An alias (a
@@ -242,7 +260,13 @@ impl<'r, 'a> Converter<'r, 'a> {
 
     /// Adds a named type, with a name not taken yet: an explicit name (a definition's key or an
     /// `x-rust-name`) must be free, any other name is made unique with a number.
-    fn create(&mut self, node: Node<'a>, rust_name: String, schema_name: Option<String>, explicit: bool) -> Result<usize> {
+    fn create(
+        &mut self,
+        node: Node<'a>,
+        rust_name: String,
+        schema_name: Option<String>,
+        explicit: bool,
+    ) -> Result<usize> {
         if RESERVED.contains(&rust_name.as_str()) {
             return Err(GenError::schema(
                 node.path(),
@@ -355,7 +379,8 @@ impl<'r, 'a> Converter<'r, 'a> {
             // A definition nested next to its use (as TypeBox writes cyclic types) is named by
             // its key.
             let defined = target.path().rsplit_once('/').and_then(|(parent, key)| {
-                (parent.ends_with("/$defs") || parent.ends_with("/definitions")).then(|| key.replace("~1", "/").replace("~0", "~"))
+                (parent.ends_with("/$defs") || parent.ends_with("/definitions"))
+                    .then(|| key.replace("~1", "/").replace("~0", "~"))
             });
             let hint = match defined.and_then(|key| x_rust::check_ident(&key, String::new()).ok()) {
                 Some(key) => Hint { short: key.clone(), long: key },
@@ -420,7 +445,14 @@ impl<'r, 'a> Converter<'r, 'a> {
     /// The shape of `node` read as a value of JSON type `ty` (one of the names in its `type`).
     /// With `lenient`, keywords of other types are ignored (they apply to the other types of a
     /// `type` list).
-    fn typed_shape(&mut self, node: &Node<'a>, ty: &str, hint: &Hint, location: Location, lenient: bool) -> Result<Shape> {
+    fn typed_shape(
+        &mut self,
+        node: &Node<'a>,
+        ty: &str,
+        hint: &Hint,
+        location: Location,
+        lenient: bool,
+    ) -> Result<Shape> {
         let allowed: &[&str] = match ty {
             "string" => &["type", "minLength", "maxLength", "pattern"],
             "integer" | "number" => &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
@@ -475,12 +507,18 @@ impl<'r, 'a> Converter<'r, 'a> {
     fn record(&mut self, node: &Node<'a>, hint: &Hint) -> Result<Record> {
         if let Some(Value::Object(props)) = node.get("properties") {
             if !props.is_empty() {
-                return Err(GenError::schema(node.at("properties"), "an object with properties must set additionalProperties to false"));
+                return Err(GenError::schema(
+                    node.at("properties"),
+                    "an object with properties must set additionalProperties to false",
+                ));
             }
         }
         if let Some(Value::Array(required)) = node.get("required") {
             if !required.is_empty() {
-                return Err(GenError::schema(node.at("required"), "a record cannot require keys; use an object with properties"));
+                return Err(GenError::schema(
+                    node.at("required"),
+                    "a record cannot require keys; use an object with properties",
+                ));
             }
         }
         let value_hint = hint.then("Value");
@@ -502,13 +540,16 @@ impl<'r, 'a> Converter<'r, 'a> {
                 let values = self.shape(&Node::new(schema, at)?, &value_hint, Location::Other)?;
                 Ok(Record { values, keys: Checks { pattern: Some(pattern.clone()), ..Checks::default() } })
             }
-            (Some(_), _) => Err(GenError::schema(node.at("patternProperties"), "must be an object of pattern -> schema")),
+            (Some(_), _) => {
+                Err(GenError::schema(node.at("patternProperties"), "must be an object of pattern -> schema"))
+            }
             (None, None) | (None, Some(Value::Bool(true))) => {
                 Ok(Record { values: Shape::plain(TypeExpr::Payload), keys: Checks::default() })
             }
             (None, Some(Value::Bool(false))) => unreachable!("an object with additionalProperties false is a struct"),
             (None, Some(schema)) => {
-                let values = self.shape(&Node::new(schema, node.at("additionalProperties"))?, &value_hint, Location::Other)?;
+                let values =
+                    self.shape(&Node::new(schema, node.at("additionalProperties"))?, &value_hint, Location::Other)?;
                 Ok(Record { values, keys: Checks::default() })
             }
         }
@@ -618,13 +659,20 @@ impl<'r, 'a> Converter<'r, 'a> {
         }
         if let Some(value) = literal_of(node)? {
             node.allow(&["type", "const", "enum"], Location::Definition, "a literal")?;
-            return Ok(vec![Member_ { pointer: node.path().to_string(), doc: None, rust_variant: None, kind: VariantKind::Literal(value) }]);
+            return Ok(vec![Member_ {
+                pointer: node.path().to_string(),
+                doc: None,
+                rust_variant: None,
+                kind: VariantKind::Literal(value),
+            }]);
         }
         if node.has("enum") {
             node.allow(&["type", "enum"], Location::Definition, "an enumeration")?;
             return enum_values(node)?
                 .into_iter()
-                .map(|(pointer, value)| Ok(Member_ { pointer, doc: None, rust_variant: None, kind: VariantKind::Literal(value) }))
+                .map(|(pointer, value)| {
+                    Ok(Member_ { pointer, doc: None, rust_variant: None, kind: VariantKind::Literal(value) })
+                })
                 .collect();
         }
         let keyword = if node.has("anyOf") { "anyOf" } else { "oneOf" };
@@ -637,17 +685,32 @@ impl<'r, 'a> Converter<'r, 'a> {
             let doc = member.description()?;
             let target = self.follow(member.clone())?;
             if let Some(value) = literal_of(&target)? {
-                out.push(Member_ { pointer: member.path().to_string(), doc, rust_variant, kind: VariantKind::Literal(value) });
+                out.push(Member_ {
+                    pointer: member.path().to_string(),
+                    doc,
+                    rust_variant,
+                    kind: VariantKind::Literal(value),
+                });
                 continue;
             }
             if target.has("enum") && !target.has("anyOf") {
                 for (pointer, value) in enum_values(&target)? {
-                    out.push(Member_ { pointer, doc: doc.clone(), rust_variant: None, kind: VariantKind::Literal(value) });
+                    out.push(Member_ {
+                        pointer,
+                        doc: doc.clone(),
+                        rust_variant: None,
+                        kind: VariantKind::Literal(value),
+                    });
                 }
                 continue;
             }
             let shape = self.shape(member, &hint, Location::UnionMember)?;
-            out.push(Member_ { pointer: member.path().to_string(), doc, rust_variant, kind: VariantKind::Value(shape) });
+            out.push(Member_ {
+                pointer: member.path().to_string(),
+                doc,
+                rust_variant,
+                kind: VariantKind::Value(shape),
+            });
         }
         Ok(out)
     }
@@ -687,7 +750,10 @@ impl<'r, 'a> Converter<'r, 'a> {
                         return Err(GenError::schema(ma.pointer.clone(), format!("the value {x} is listed twice")));
                     }
                     (VariantKind::Literal(_), VariantKind::Literal(_)) => {}
-                    (VariantKind::Value(_), VariantKind::Value(_)) if overlap == json_type::OBJECT && types[a] == json_type::OBJECT && types[b] == json_type::OBJECT => {}
+                    (VariantKind::Value(_), VariantKind::Value(_))
+                        if overlap == json_type::OBJECT
+                            && types[a] == json_type::OBJECT
+                            && types[b] == json_type::OBJECT => {}
                     _ => {
                         return Err(GenError::schema(
                             pointer.clone(),
@@ -729,7 +795,10 @@ impl<'r, 'a> Converter<'r, 'a> {
                 }
             };
             if member.rust_variant.is_some() && used.contains(&base) {
-                return Err(GenError::schema(member.pointer.clone(), format!("the variant name {base} is used twice; set x-rust-variant")));
+                return Err(GenError::schema(
+                    member.pointer.clone(),
+                    format!("the variant name {base} is used twice; set x-rust-variant"),
+                ));
             }
             let mut name = base.clone();
             let mut n = 2;
@@ -750,6 +819,7 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 
     /// How the object members of a union are told apart, and each member's tag values.
+    #[allow(clippy::type_complexity)] // WIP: clippy allowance added by the migration, to be factored.
     fn object_dispatch(
         &self,
         index: usize,
@@ -810,16 +880,16 @@ impl<'r, 'a> Converter<'r, 'a> {
         let mut structs = Vec::with_capacity(objects.len());
         for &i in objects {
             match &members[i].kind {
-                VariantKind::Value(Shape { ty: TypeExpr::Named { name, .. }, .. }) => match self.kind_of(name) {
-                    Some(PendingKind::Struct(s)) => structs.push((i, s)),
-                    _ => {
-                        return Err(GenError::schema(
+                VariantKind::Value(Shape { ty: TypeExpr::Named { name, .. }, .. }) => {
+                    match self.kind_of(name) {
+                        Some(PendingKind::Struct(s)) => structs.push((i, s)),
+                        _ => return Err(GenError::schema(
                             members[i].pointer.clone(),
                             "no const property tells this member apart from the others, and it is not a plain object \
                              whose keys could",
-                        ))
+                        )),
                     }
-                },
+                }
                 _ => {
                     return Err(GenError::schema(
                         members[i].pointer.clone(),
@@ -1113,7 +1183,12 @@ fn is_struct(node: &Node<'_>) -> bool {
 /// Whether `node` is a union that becomes a named enum: `anyOf`/`oneOf` (other than a value
 /// or `null`), `enum`/`const`, or a `type` list (other than `[T, "null"]`).
 fn is_union(node: &Node<'_>) -> bool {
-    let pair_with_null = |items: &[Value]| items.len() == 2 && items.iter().any(|m| m.get("type") == Some(&Value::String("null".into())) && m.as_object().is_some_and(|o| o.len() == 1));
+    let pair_with_null = |items: &[Value]| {
+        items.len() == 2
+            && items.iter().any(|m| {
+                m.get("type") == Some(&Value::String("null".into())) && m.as_object().is_some_and(|o| o.len() == 1)
+            })
+    };
     for keyword in ["anyOf", "oneOf"] {
         if let Some(Value::Array(items)) = node.get(keyword) {
             return !pair_with_null(items);
@@ -1144,7 +1219,9 @@ fn literal_of(node: &Node<'_>) -> Result<Option<LiteralValue>> {
     let literal = literal_value(value.0, &value.1)?;
     if let Some(ty) = node.get("type") {
         let fits = match (ty.as_str(), &literal) {
-            (Some("string"), LiteralValue::String(_)) | (Some("boolean"), LiteralValue::Bool(_)) | (Some("null"), LiteralValue::Null) => true,
+            (Some("string"), LiteralValue::String(_))
+            | (Some("boolean"), LiteralValue::Bool(_))
+            | (Some("null"), LiteralValue::Null) => true,
             (Some("number"), LiteralValue::Number(_)) => true,
             (Some("integer"), LiteralValue::Number(n)) => n.fract() == 0.0,
             _ => false,
@@ -1235,8 +1312,11 @@ fn member_hints<'a>(cx: &Converter<'_, 'a>, name: &str, members: &[Node<'a>]) ->
                 })
                 .filter_map(|(key, value)| match value {
                     Value::String(s) => x_rust::to_upper_camel(s),
-                    Value::Bool(b) => x_rust::to_upper_camel(key).map(|k| format!("{k}{}", if *b { "True" } else { "False" })),
-                    other => x_rust::to_upper_camel(key).map(|k| format!("{k}{}", other.to_string().replace(['.', '-'], "_"))),
+                    Value::Bool(b) => {
+                        x_rust::to_upper_camel(key).map(|k| format!("{k}{}", if *b { "True" } else { "False" }))
+                    }
+                    other => x_rust::to_upper_camel(key)
+                        .map(|k| format!("{k}{}", other.to_string().replace(['.', '-'], "_"))),
                 })
                 .collect();
             if varying.is_empty() {
@@ -1303,7 +1383,9 @@ fn bound(node: &Node<'_>, key: &str) -> Result<Option<f64>> {
             .as_f64()
             .filter(|f| pi_protocol_runtime::Number::new(*f).is_some())
             .map(|f| Some(if f == 0.0 { 0.0 } else { f }))
-            .ok_or_else(|| GenError::schema(node.at(key), "must be a finite number (within +-(2^53 - 1) when integral)")),
+            .ok_or_else(|| {
+                GenError::schema(node.at(key), "must be a finite number (within +-(2^53 - 1) when integral)")
+            }),
     }
 }
 

@@ -161,8 +161,7 @@ pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Resul
         quote!(crate = #path)
     });
     let attribute = |option: &'static str, text: &str| -> Result<syn::Attribute> {
-        let parsed: syn::Result<Vec<syn::Attribute>> =
-            syn::parse::Parser::parse_str(syn::Attribute::parse_outer, text);
+        let parsed: syn::Result<Vec<syn::Attribute>> = syn::parse::Parser::parse_str(syn::Attribute::parse_outer, text);
         match parsed {
             Ok(mut attrs) if attrs.len() == 1 => Ok(attrs.remove(0)),
             _ => Err(GenError::Option { option, message: format!("{text:?} is not one outer attribute `#[...]`") }),
@@ -351,7 +350,14 @@ impl Context<'_> {
         }
     }
 
-    fn emit_struct(&self, docs: TokenStream, def: &TypeDef, name: &Ident, s: &Struct, args: Vec<TokenStream>) -> TokenStream {
+    fn emit_struct(
+        &self,
+        docs: TokenStream,
+        def: &TypeDef,
+        name: &Ident,
+        s: &Struct,
+        args: Vec<TokenStream>,
+    ) -> TokenStream {
         let attr = codec_attr(&args);
         let fields = s.fields().map(|f| self.emit_field(&def.rust_name, f));
         let constructors = constructors(name, s);

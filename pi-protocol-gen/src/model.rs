@@ -244,6 +244,7 @@ impl Struct {
 }
 
 /// One property of an object.
+#[allow(clippy::large_enum_variant)] // WIP: clippy allowance added by the migration.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Member {
     /// A value stored in the struct.

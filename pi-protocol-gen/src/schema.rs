@@ -343,7 +343,8 @@ mod tests {
 
     #[test]
     fn one_id_for_two_schemas_is_refused() {
-        let doc = serde_json::json!({"$defs": {"A": {"$id": "X", "type": "string"}, "B": {"$id": "X", "type": "integer"}}});
+        let doc =
+            serde_json::json!({"$defs": {"A": {"$id": "X", "type": "string"}, "B": {"$id": "X", "type": "integer"}}});
         let err = References::collect(&doc).unwrap_err();
         assert_eq!(err.path(), Some("#/$defs/B/$id"));
     }

@@ -147,7 +147,6 @@ pub(crate) fn variant_name(member: &Node<'_>) -> Result<Option<String>> {
     }
 }
 
-
 /// The UpperCamelCase form of a key or value (`cacheRead` -> `CacheRead`, `item_started` ->
 /// `ItemStarted`, `set-model` -> `SetModel`), keeping only ASCII letters and digits; `None`
 /// when that is not an identifier (empty, or starting with a digit).

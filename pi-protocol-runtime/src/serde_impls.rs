@@ -155,6 +155,7 @@ impl Serialize for crate::number::Number {
 impl<'de> Deserialize<'de> for crate::number::Number {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let n = f64::deserialize(deserializer)?;
-        crate::number::Number::new(n).ok_or_else(|| D::Error::custom("expected a finite number, integral within +-(2^53 - 1)"))
+        crate::number::Number::new(n)
+            .ok_or_else(|| D::Error::custom("expected a finite number, integral within +-(2^53 - 1)"))
     }
 }
