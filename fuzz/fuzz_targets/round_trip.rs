@@ -87,7 +87,7 @@ fn target(u: &mut Unstructured) -> Result<RpcTarget> {
 }
 
 fn error_body(u: &mut Unstructured) -> Result<ErrorBody> {
-    Ok(ErrorBody::new(ErrorCode::new(non_empty(u)?).unwrap(), u.arbitrary()?))
+    Ok(ErrorBody::new(ErrorCode::new(non_empty(u)?).unwrap(), u.arbitrary::<String>()?))
 }
 
 fn client(u: &mut Unstructured) -> Result<ClientMessage> {
