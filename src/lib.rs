@@ -9,7 +9,14 @@
 //!
 //! The envelope types are generated from `schema/pi-protocol.v8.json` by `cargo xtask gen` and
 //! implemented by `#[derive(Codec)]`; this crate adds the entry points named after the
-//! reference TypeScript package `@earendil-works/pi-protocol@0.85.1`.
+//! reference TypeScript package `@earendil-works/pi-protocol@0.85.1`. They are
+//! `#[non_exhaustive]`, so that a schema revision may add a message type or an optional field
+//! without breaking their users: a value is built with its constructor, which takes the
+//! required fields (`Request::new(id, target, call)`), optional fields are set with the `with_`
+//! methods (`SuccessResponse::new(id).with_result(payload)`), and a `match` on a message enum
+//! ends with a `_` arm. A crate with a schema of its own generates its types the same way in its
+//! `build.rs` (`pi_protocol_gen::Builder`); that code names [`Codec`] and [`runtime`] through this
+//! crate, so it needs no other dependency.
 //!
 //! ```
 //! use pi_protocol::{encode_client_message, ClientMessage, ClientMessageDecoder, Payload, Request,
