@@ -100,6 +100,7 @@ fn print_event(event: &ClientEvent) {
         ClientEvent::Closed { reason, unsettled } => {
             json!({"event": "closed", "reason": reason.to_string(), "unsettled": unsettled})
         }
+        ClientEvent::Other(message) => json!({"event": "other", "message": message.to_json()}),
     };
     println!("{line}");
 }

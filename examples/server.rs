@@ -130,7 +130,8 @@ async fn serve(stream: TcpStream, server_id: ServerId, conn: u64) {
                 ServerEvent::Cancel { id } => app.cancel(&mut connection, &id),
                 ServerEvent::Closing { .. } => app.abort_all(&mut connection),
                 ServerEvent::Closed { .. } => closed = true,
-                ServerEvent::Ready | ServerEvent::Fenced { .. } => {}
+                // `Other`: a client message type this build's connection has no rule for; logged only.
+                ServerEvent::Ready | ServerEvent::Fenced { .. } | ServerEvent::Other(_) => {}
             }
         }
         if let Some(bytes) = connection.poll_transmit() {
@@ -180,12 +181,13 @@ fn log(conn: u64, event: &ServerEvent) {
             json!({"conn": conn, "event": "closing", "reason": reason.to_string(), "offeredVersion": version})
         }
         ServerEvent::Closed { release } => json!({"conn": conn, "event": "closed", "release": release}),
+        ServerEvent::Other(message) => json!({"conn": conn, "event": "other", "message": message.to_json()}),
     };
     println!("{line}");
 }
 
 fn error(code: &str, message: &str) -> ErrorBody {
-    ErrorBody { code: ErrorCode::new(code).unwrap(), message: message.to_owned() }
+    ErrorBody::new(ErrorCode::new(code).unwrap(), message.to_owned())
 }
 
 fn payload(value: Value) -> Payload {
@@ -225,11 +227,11 @@ impl App {
             ("$chord.service", "unsubscribe") => Ok(Some(Payload::null())),
             ("sessions", "attach") if first == "s-1" || first == "s-2" => {
                 self.attachments += 1;
-                let route = SessionTarget {
-                    server_id: self.server_id.clone(),
-                    session_id: SessionId::new(first).unwrap(),
-                    attachment_id: AttachmentId::new(format!("att-{}-{}", self.conn, self.attachments)).unwrap(),
-                };
+                let route = SessionTarget::new(
+                    self.server_id.clone(),
+                    SessionId::new(first).unwrap(),
+                    AttachmentId::new(format!("att-{}-{}", self.conn, self.attachments)).unwrap(),
+                );
                 // The route travels out of band, before the attach call's (route-less) answer.
                 match connection.set_attachment(Some(route)) {
                     Ok(()) => Ok(Some(Payload::null())),

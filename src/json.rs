@@ -1,5 +1,6 @@
-//! The JSON view of messages: validating a `serde_json::Value` with the wire rules, and
-//! rendering a message in its wire shape.
+//! The JSON entry points named after the reference package: validating a `serde_json::Value`
+//! as a message (the derived `from_json` of the message enums), and encoding a message given as
+//! JSON with the reference's key order. Rendering a message as JSON is the derived `to_json`.
 
 use pi_protocol_runtime::json::to_javascript_key_order;
 use pi_protocol_runtime::{decode_message, encode_frame, CodecOptions, Payload, ProtocolError};
@@ -8,7 +9,8 @@ use serde_json::Value;
 use crate::{ClientMessage, ServerMessage};
 
 /// Validates `value` as a [`ClientMessage`] with exactly the rules of the CBOR path (unknown
-/// keys, literals, id and serverId constraints, strict-JSON payloads).
+/// keys, literals, id and serverId constraints, strict-JSON payloads): the reference's name for
+/// [`ClientMessage::from_json`].
 ///
 /// # Errors
 /// `Schema` errors naming the field path and rule; `Encode`/`UnencodableNumber` for a number
@@ -20,7 +22,7 @@ use crate::{ClientMessage, ServerMessage};
 /// assert!(pi_protocol::parse_client_message(&serde_json::json!({"type": "hello"})).is_err());
 /// ```
 pub fn parse_client_message(value: &Value) -> Result<ClientMessage, ProtocolError> {
-    parse(value)
+    ClientMessage::from_json(value)
 }
 
 /// Validates `value` as a [`ServerMessage`], like [`parse_client_message`].
@@ -28,12 +30,7 @@ pub fn parse_client_message(value: &Value) -> Result<ClientMessage, ProtocolErro
 /// # Errors
 /// As [`parse_client_message`].
 pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolError> {
-    parse(value)
-}
-
-/// Validates JSON as a `T` with the wire decoder's rules and the default limits.
-pub(crate) fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
-    pi_protocol_runtime::wire_json::from_json(value)
+    ServerMessage::from_json(value)
 }
 
 /// Encodes a client message given as JSON exactly as the reference package encodes the same

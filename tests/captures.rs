@@ -68,19 +68,21 @@ fn session_capture_holds_every_server_message_kind() {
     let (messages, error) = decode_server(&bytes, bytes.len());
     assert!(error.is_none());
     assert_eq!(messages.len(), 24);
-    let kinds: std::collections::BTreeSet<&str> = messages
+    // A message's kind is its wire `type`, and for responses its `ok` as well.
+    let kinds: std::collections::BTreeSet<String> = messages
         .iter()
-        .map(|m| match m {
-            ServerMessage::Hello(_) => "hello",
-            ServerMessage::HelloError(_) => "hello_error",
-            ServerMessage::Response(pi_protocol::Response::Success(_)) => "response-ok",
-            ServerMessage::Response(pi_protocol::Response::Failure(_)) => "response-error",
-            ServerMessage::ServiceUpdate(_) => "service_update",
-            ServerMessage::Attachment(_) => "attachment",
+        .map(|m| {
+            let json = m.to_json();
+            let kind = json["type"].as_str().expect("every server message has a type").to_owned();
+            match json.get("ok").and_then(Value::as_bool) {
+                Some(true) => kind + "-ok",
+                Some(false) => kind + "-error",
+                None => kind,
+            }
         })
         .collect();
     for kind in ["hello", "response-ok", "response-error", "service_update", "attachment"] {
-        assert!(kinds.contains(kind), "missing {kind}");
+        assert!(kinds.contains(kind), "missing {kind}: {kinds:?}");
     }
 }
 

@@ -28,15 +28,11 @@ fn rid(s: &str) -> RequestId {
 }
 
 fn route(attachment: &str) -> SessionTarget {
-    SessionTarget {
-        server_id: server_id(),
-        session_id: SessionId::new("s-7f2a").unwrap(),
-        attachment_id: AttachmentId::new(attachment).unwrap(),
-    }
+    SessionTarget::new(server_id(), SessionId::new("s-7f2a").unwrap(), AttachmentId::new(attachment).unwrap())
 }
 
 fn server_target() -> RpcTarget {
-    RpcTarget::Server(ServerTarget { server_id: server_id() })
+    RpcTarget::Server(ServerTarget::new(server_id()))
 }
 
 fn payload(value: serde_json::Value) -> Payload {
@@ -44,7 +40,7 @@ fn payload(value: serde_json::Value) -> Payload {
 }
 
 fn err(code: &str, message: &str) -> ErrorBody {
-    ErrorBody { code: ErrorCode::new(code).unwrap(), message: message.to_owned() }
+    ErrorBody::new(ErrorCode::new(code).unwrap(), message.to_owned())
 }
 
 /// Every message in a client's output.
@@ -86,19 +82,21 @@ fn client_frame(message: ClientMessage) -> Vec<u8> {
 }
 
 fn server_hello() -> Vec<u8> {
-    server_frame(ServerMessage::Hello(ServerHello { server_id: server_id() }))
+    server_frame(ServerMessage::Hello(ServerHello::new(server_id())))
 }
 
 fn attachment(route: Option<SessionTarget>) -> Vec<u8> {
-    server_frame(ServerMessage::Attachment(Attachment { attachment: route }))
+    server_frame(ServerMessage::Attachment(Attachment::new(route)))
 }
 
 fn success(id: &str, result: Option<Payload>) -> Vec<u8> {
-    server_frame(ServerMessage::Response(Response::Success(SuccessResponse { id: rid(id), result })))
+    let mut success = SuccessResponse::new(rid(id));
+    success.result = result;
+    server_frame(ServerMessage::Response(Response::Success(success)))
 }
 
 fn failure(id: &str, error: ErrorBody) -> Vec<u8> {
-    server_frame(ServerMessage::Response(Response::Failure(ErrorResponse { id: rid(id), error })))
+    server_frame(ServerMessage::Response(Response::Failure(ErrorResponse::new(rid(id), error))))
 }
 
 /// A client whose handshake completed, with its output and events drained.
@@ -111,15 +109,15 @@ fn ready_client() -> ClientConnection {
 }
 
 fn hello_frame(version: u32) -> Vec<u8> {
-    client_frame(ClientMessage::Hello(ClientHello { version: version.into() }))
+    client_frame(ClientMessage::Hello(ClientHello::new(version)))
 }
 
 fn request_frame(id: &str, target: RpcTarget, call: Payload) -> Vec<u8> {
-    client_frame(ClientMessage::Request(Request { id: rid(id), target, call }))
+    client_frame(ClientMessage::Request(Request::new(rid(id), target, call)))
 }
 
 fn cancel_frame(id: &str, target: RpcTarget) -> Vec<u8> {
-    client_frame(ClientMessage::Cancel(Cancel { id: rid(id), target }))
+    client_frame(ClientMessage::Cancel(Cancel::new(rid(id), target)))
 }
 
 /// A server whose handshake completed, with its output and events drained.
@@ -177,7 +175,7 @@ fn client_hello_error_yields_rejected_and_closes() {
     let mut client = ClientConnection::new(ClientOptions { version: 7, ..ClientOptions::default() });
     client.poll_transmit();
     let rejection = err("unsupported_version", "This server speaks protocol version 8");
-    let mut bytes = server_frame(ServerMessage::HelloError(ServerHelloError { error: rejection.clone() }));
+    let mut bytes = server_frame(ServerMessage::HelloError(ServerHelloError::new(rejection.clone())));
     bytes.extend(server_hello()); // ignored: the connection is closed
     client.receive(&bytes);
     assert_eq!(
@@ -206,7 +204,7 @@ fn client_second_hello_or_late_hello_error_is_a_violation() {
     assert_eq!(closed_reason(&client_events(&mut client)), Some(&CloseReason::Violation(Violation::UnexpectedHello)));
 
     let mut client = ready_client();
-    client.receive(&server_frame(ServerMessage::HelloError(ServerHelloError { error: err("x", "") })));
+    client.receive(&server_frame(ServerMessage::HelloError(ServerHelloError::new(err("x", "")))));
     assert_eq!(
         closed_reason(&client_events(&mut client)),
         Some(&CloseReason::Violation(Violation::UnexpectedHelloError))
@@ -259,8 +257,8 @@ fn client_server_calls_carry_the_handshake_server_id_under_fresh_ids() {
     assert_eq!(
         client_messages(client.poll_transmit()),
         vec![
-            ClientMessage::Request(Request { id: rid("req-1"), target: server_target(), call }),
-            ClientMessage::Request(Request { id: rid("req-2"), target: server_target(), call: Payload::null() }),
+            ClientMessage::Request(Request::new(rid("req-1"), server_target(), call)),
+            ClientMessage::Request(Request::new(rid("req-2"), server_target(), Payload::null())),
         ]
     );
     assert_eq!(client.pending_len(), 2);
@@ -336,7 +334,7 @@ fn client_cancel_carries_the_request_target_even_after_the_route_changed() {
     assert!(client.cancel(&id));
     assert_eq!(
         client_messages(client.poll_transmit()),
-        vec![ClientMessage::Cancel(Cancel { id: id.clone(), target: RpcTarget::Session(route("att-01")) })]
+        vec![ClientMessage::Cancel(Cancel::new(id.clone(), RpcTarget::Session(route("att-01"))))]
     );
     // A second cancel of the same request does nothing; the request is still pending.
     assert!(!client.cancel(&id));
@@ -428,10 +426,10 @@ fn client_response_for_an_id_never_sent_is_a_violation() {
 fn client_service_updates_and_attachments_surface_as_events() {
     let mut client = ready_client();
     let update = payload(json!({"type": "state", "member": "directory", "sequence": 4}));
-    let mut bytes = server_frame(ServerMessage::ServiceUpdate(ServiceUpdate {
-        subscription_id: SubscriptionId::new("sub-sessions").unwrap(),
-        update: update.clone(),
-    }));
+    let mut bytes = server_frame(ServerMessage::ServiceUpdate(ServiceUpdate::new(
+        SubscriptionId::new("sub-sessions").unwrap(),
+        update.clone(),
+    )));
     bytes.extend(attachment(Some(route("att-01"))));
     bytes.extend(attachment(None));
     client.receive(&bytes);
@@ -474,10 +472,7 @@ fn server_answers_a_supported_hello_with_its_server_id() {
         server.receive(&[byte]);
     }
     assert_eq!(server_events(&mut server), vec![ServerEvent::Ready]);
-    assert_eq!(
-        server_messages(server.poll_transmit()),
-        vec![ServerMessage::Hello(ServerHello { server_id: server_id() })]
-    );
+    assert_eq!(server_messages(server.poll_transmit()), vec![ServerMessage::Hello(ServerHello::new(server_id()))]);
     assert!(server.is_ready());
 }
 
@@ -496,9 +491,10 @@ fn server_answers_another_version_with_hello_error_and_closes() {
     );
     assert_eq!(
         server_messages(server.poll_transmit()),
-        vec![ServerMessage::HelloError(ServerHelloError {
-            error: err("unsupported_version", "This server speaks protocol version 8")
-        })]
+        vec![ServerMessage::HelloError(ServerHelloError::new(err(
+            "unsupported_version",
+            "This server speaks protocol version 8"
+        )))]
     );
     assert!(server.is_closed());
 }
@@ -510,7 +506,7 @@ fn server_hello_error_uses_the_configured_body() {
     server.receive(&hello_frame(9));
     assert_eq!(
         server_messages(server.poll_transmit()),
-        vec![ServerMessage::HelloError(ServerHelloError { error: err("version", "speak 8") })]
+        vec![ServerMessage::HelloError(ServerHelloError::new(err("version", "speak 8")))]
     );
 }
 
@@ -562,7 +558,7 @@ fn fenced(server: &mut ServerConnection, frame: Vec<u8>) -> (Vec<ServerEvent>, V
 }
 
 fn error_response(id: &str, error: ErrorBody) -> ServerMessage {
-    ServerMessage::Response(Response::Failure(ErrorResponse { id: rid(id), error }))
+    ServerMessage::Response(Response::Failure(ErrorResponse::new(rid(id), error)))
 }
 
 #[test]
@@ -570,17 +566,16 @@ fn server_fences_a_request_for_another_server() {
     let mut server = ready_server(ServerOptions::default());
     let other = ServerId::new(OTHER_SERVER).unwrap();
     let wrong = err("wrong_server", "The target names another server");
-    let (events, out) = fenced(
-        &mut server,
-        request_frame("r1", RpcTarget::Server(ServerTarget { server_id: other.clone() }), Payload::null()),
-    );
+    let (events, out) =
+        fenced(&mut server, request_frame("r1", RpcTarget::Server(ServerTarget::new(other.clone())), Payload::null()));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r1"), reason: FenceReason::WrongServer }]);
     assert_eq!(out, vec![error_response("r1", wrong.clone())]);
 
     // A session target naming another server, even when the rest matches the route.
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.poll_transmit();
-    let foreign = SessionTarget { server_id: other, ..route("att-01") };
+    let mut foreign = route("att-01");
+    foreign.server_id = other;
     let (events, out) = fenced(&mut server, request_frame("r2", RpcTarget::Session(foreign), Payload::null()));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r2"), reason: FenceReason::WrongServer }]);
     assert_eq!(out, vec![error_response("r2", wrong)]);
@@ -642,7 +637,7 @@ fn server_fences_in_the_documented_order_with_configured_codes() {
         ..ServerOptions::default()
     };
     let mut server = ready_server(options);
-    let other = RpcTarget::Server(ServerTarget { server_id: ServerId::new(OTHER_SERVER).unwrap() });
+    let other = RpcTarget::Server(ServerTarget::new(ServerId::new(OTHER_SERVER).unwrap()));
     fenced(&mut server, request_frame("r1", server_target(), Payload::null()));
     // Duplicate id beats wrong server.
     let (_, out) = fenced(&mut server, request_frame("r1", other.clone(), Payload::null()));
@@ -679,8 +674,8 @@ fn server_respond_is_accepted_once_per_admitted_id() {
     assert_eq!(
         server_messages(server.poll_transmit()),
         vec![
-            ServerMessage::Response(Response::Success(SuccessResponse { id: rid("a"), result: None })),
-            ServerMessage::Response(Response::Success(SuccessResponse { id: rid("b"), result: Some(Payload::null()) })),
+            ServerMessage::Response(Response::Success(SuccessResponse::new(rid("a")))),
+            ServerMessage::Response(Response::Success(SuccessResponse::new(rid("b")).with_result(Payload::null()))),
             error_response("c", err("not_found", "No session with that id")),
         ]
     );
@@ -734,7 +729,8 @@ fn server_publishes_attachments_and_updates() {
     assert_eq!(server.publish_update(sub.clone(), Payload::null()), Err(ConnectionError::NotReady));
     server.receive(&hello_frame(8));
     server.poll_transmit();
-    let foreign = SessionTarget { server_id: ServerId::new(OTHER_SERVER).unwrap(), ..route("att-01") };
+    let mut foreign = route("att-01");
+    foreign.server_id = ServerId::new(OTHER_SERVER).unwrap();
     assert_eq!(
         server.set_attachment(Some(foreign)),
         Err(ConnectionError::ForeignRoute(ServerId::new(OTHER_SERVER).unwrap()))
@@ -746,12 +742,9 @@ fn server_publishes_attachments_and_updates() {
     assert_eq!(
         server_messages(server.poll_transmit()),
         vec![
-            ServerMessage::Attachment(Attachment { attachment: Some(route("att-01")) }),
-            ServerMessage::ServiceUpdate(ServiceUpdate {
-                subscription_id: sub,
-                update: payload(json!({"sequence": 2}))
-            }),
-            ServerMessage::Attachment(Attachment { attachment: None }),
+            ServerMessage::Attachment(Attachment::new(Some(route("att-01")))),
+            ServerMessage::ServiceUpdate(ServiceUpdate::new(sub, payload(json!({"sequence": 2})))),
+            ServerMessage::Attachment(Attachment::new(None)),
         ]
     );
 }
@@ -983,9 +976,11 @@ impl Harness {
                             assert_eq!(Some(target), self.client_route.as_ref(), "stale route left the client")
                         }
                         RpcTarget::Server(target) => assert_eq!(target.server_id, server_id()),
+                        other => panic!("the client made a target of no known shape: {other:?}"),
                     }
                 }
                 ClientMessage::Cancel(cancel) => assert!(self.made.contains(&cancel.id)),
+                other => panic!("the client sent a message of no known type: {other:?}"),
             }
         }
     }
@@ -1006,6 +1001,7 @@ impl Harness {
                 }
                 ClientEvent::Attachment { route } => self.client_route = route,
                 ClientEvent::Update { .. } => panic!("no updates in this test"),
+                ClientEvent::Other(message) => panic!("the server sent a message of no known type: {message:?}"),
                 ClientEvent::Closed { reason, unsettled } => {
                     assert_eq!(reason, CloseReason::Local, "no violation between two correct ends");
                     for id in &unsettled {
@@ -1026,6 +1022,7 @@ impl Harness {
             assert!(self.released.is_none(), "event after Closed: {event:?}");
             match event {
                 ServerEvent::Ready => {}
+                ServerEvent::Other(message) => panic!("the client sent a message of no known type: {message:?}"),
                 ServerEvent::Request(request) => {
                     assert!(self.admitted.insert(request.id.clone()), "admitted twice");
                     self.outstanding.push(request.id);

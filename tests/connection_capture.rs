@@ -69,21 +69,21 @@ fn payload(value: &Value) -> Payload {
 }
 
 fn error_body(value: &Value) -> ErrorBody {
-    ErrorBody {
-        code: ErrorCode::new(value["code"].as_str().unwrap()).unwrap(),
-        message: value["message"].as_str().unwrap().to_owned(),
-    }
+    ErrorBody::new(
+        ErrorCode::new(value["code"].as_str().unwrap()).unwrap(),
+        value["message"].as_str().unwrap().to_owned(),
+    )
 }
 
 fn session_target(value: &Value) -> Option<SessionTarget> {
     if value.is_null() {
         return None;
     }
-    Some(SessionTarget {
-        server_id: ServerId::new(value["serverId"].as_str().unwrap()).unwrap(),
-        session_id: SessionId::new(value["sessionId"].as_str().unwrap()).unwrap(),
-        attachment_id: AttachmentId::new(value["attachmentId"].as_str().unwrap()).unwrap(),
-    })
+    Some(SessionTarget::new(
+        ServerId::new(value["serverId"].as_str().unwrap()).unwrap(),
+        SessionId::new(value["sessionId"].as_str().unwrap()).unwrap(),
+        AttachmentId::new(value["attachmentId"].as_str().unwrap()).unwrap(),
+    ))
 }
 
 /// The outcome a captured `response` line carries.

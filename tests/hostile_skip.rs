@@ -969,39 +969,36 @@ fn sample_messages() -> (Vec<ClientMessage>, Vec<ServerMessage>) {
         "many": (0..20).map(|i| (format!("key-{i:02}-abcdefgh"), json!(i))).collect::<serde_json::Map<_, _>>()});
     let server_id = ServerId::new(SERVER).unwrap();
     let clients = vec![
-        ClientMessage::Hello(ClientHello { version: Integer::new(8).unwrap() }),
-        ClientMessage::Request(Request {
-            id: RequestId::new("req-ÿ-1234567890").unwrap(),
-            target: RpcTarget::Session(SessionTarget {
-                server_id: server_id.clone(),
-                session_id: SessionId::new("s").unwrap(),
-                attachment_id: AttachmentId::new("a".repeat(30)).unwrap(),
-            }),
-            call: Payload::from_value(&big).unwrap(),
-        }),
-        ClientMessage::Cancel(Cancel {
-            id: RequestId::new("c").unwrap(),
-            target: RpcTarget::Server(ServerTarget { server_id: server_id.clone() }),
-        }),
+        ClientMessage::Hello(ClientHello::new(Integer::new(8).unwrap())),
+        ClientMessage::Request(Request::new(
+            RequestId::new("req-ÿ-1234567890").unwrap(),
+            RpcTarget::Session(SessionTarget::new(
+                server_id.clone(),
+                SessionId::new("s").unwrap(),
+                AttachmentId::new("a".repeat(30)).unwrap(),
+            )),
+            Payload::from_value(&big).unwrap(),
+        )),
+        ClientMessage::Cancel(Cancel::new(
+            RequestId::new("c").unwrap(),
+            RpcTarget::Server(ServerTarget::new(server_id.clone())),
+        )),
     ];
     let servers = vec![
-        ServerMessage::Hello(ServerHello { server_id }),
-        ServerMessage::HelloError(ServerHelloError {
-            error: ErrorBody { code: ErrorCode::new("bad").unwrap(), message: String::new() },
-        }),
-        ServerMessage::Response(Response::Success(SuccessResponse {
-            id: RequestId::new("r").unwrap(),
-            result: Some(Payload::from_value(&big).unwrap()),
-        })),
-        ServerMessage::Response(Response::Failure(ErrorResponse {
-            id: RequestId::new("r").unwrap(),
-            error: ErrorBody { code: ErrorCode::new("E").unwrap(), message: "é".repeat(10) },
-        })),
-        ServerMessage::ServiceUpdate(ServiceUpdate {
-            subscription_id: SubscriptionId::new("sub").unwrap(),
-            update: Payload::from_value(&big).unwrap(),
-        }),
-        ServerMessage::Attachment(pi_protocol::Attachment { attachment: None }),
+        ServerMessage::Hello(ServerHello::new(server_id)),
+        ServerMessage::HelloError(ServerHelloError::new(ErrorBody::new(ErrorCode::new("bad").unwrap(), String::new()))),
+        ServerMessage::Response(Response::Success(
+            SuccessResponse::new(RequestId::new("r").unwrap()).with_result(Payload::from_value(&big).unwrap()),
+        )),
+        ServerMessage::Response(Response::Failure(ErrorResponse::new(
+            RequestId::new("r").unwrap(),
+            ErrorBody::new(ErrorCode::new("E").unwrap(), "é".repeat(10)),
+        ))),
+        ServerMessage::ServiceUpdate(ServiceUpdate::new(
+            SubscriptionId::new("sub").unwrap(),
+            Payload::from_value(&big).unwrap(),
+        )),
+        ServerMessage::Attachment(pi_protocol::Attachment::new(None)),
     ];
     (clients, servers)
 }
@@ -1139,43 +1136,42 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 fn target() -> impl Strategy<Value = RpcTarget> {
     prop_oneof![
-        Just(RpcTarget::Server(ServerTarget { server_id: ServerId::new(SERVER).unwrap() })),
-        (id_text(), id_text()).prop_map(|(s, a)| RpcTarget::Session(SessionTarget {
-            server_id: ServerId::new(SERVER).unwrap(),
-            session_id: SessionId::new(s).unwrap(),
-            attachment_id: AttachmentId::new(a).unwrap(),
-        })),
+        Just(RpcTarget::Server(ServerTarget::new(ServerId::new(SERVER).unwrap()))),
+        (id_text(), id_text()).prop_map(|(s, a)| RpcTarget::Session(SessionTarget::new(
+            ServerId::new(SERVER).unwrap(),
+            SessionId::new(s).unwrap(),
+            AttachmentId::new(a).unwrap()
+        ))),
     ]
 }
 
 fn client_message() -> impl Strategy<Value = ClientMessage> {
     prop_oneof![
-        (0i64..100).prop_map(|v| ClientMessage::Hello(ClientHello { version: Integer::new(v).unwrap() })),
-        (id_text(), target(), json_value()).prop_map(|(id, target, call)| ClientMessage::Request(Request {
-            id: RequestId::new(id).unwrap(),
+        (0i64..100).prop_map(|v| ClientMessage::Hello(ClientHello::new(Integer::new(v).unwrap()))),
+        (id_text(), target(), json_value()).prop_map(|(id, target, call)| ClientMessage::Request(Request::new(
+            RequestId::new(id).unwrap(),
             target,
-            call: Payload::from_value(&call).unwrap(),
-        })),
+            Payload::from_value(&call).unwrap()
+        ))),
         (id_text(), target())
-            .prop_map(|(id, target)| ClientMessage::Cancel(Cancel { id: RequestId::new(id).unwrap(), target })),
+            .prop_map(|(id, target)| ClientMessage::Cancel(Cancel::new(RequestId::new(id).unwrap(), target))),
     ]
 }
 
 fn server_message() -> impl Strategy<Value = ServerMessage> {
     prop_oneof![
-        (id_text(), prop::option::of(json_value())).prop_map(|(id, result)| ServerMessage::Response(
-            Response::Success(SuccessResponse {
-                id: RequestId::new(id).unwrap(),
-                result: result.map(|r| Payload::from_value(&r).unwrap()),
-            })
-        )),
-        (id_text(), json_value()).prop_map(|(s, u)| ServerMessage::ServiceUpdate(ServiceUpdate {
-            subscription_id: SubscriptionId::new(s).unwrap(),
-            update: Payload::from_value(&u).unwrap(),
-        })),
-        (id_text(), "\\PC{0,20}").prop_map(|(code, message)| ServerMessage::HelloError(ServerHelloError {
-            error: ErrorBody { code: ErrorCode::new(code).unwrap(), message },
-        })),
+        (id_text(), prop::option::of(json_value())).prop_map(|(id, result)| {
+            let mut success = SuccessResponse::new(RequestId::new(id).unwrap());
+            success.result = result.map(|r| Payload::from_value(&r).unwrap());
+            ServerMessage::Response(Response::Success(success))
+        }),
+        (id_text(), json_value()).prop_map(|(s, u)| ServerMessage::ServiceUpdate(ServiceUpdate::new(
+            SubscriptionId::new(s).unwrap(),
+            Payload::from_value(&u).unwrap()
+        ))),
+        (id_text(), "\\PC{0,20}").prop_map(|(code, message)| ServerMessage::HelloError(ServerHelloError::new(
+            ErrorBody::new(ErrorCode::new(code).unwrap(), message)
+        ))),
     ]
 }
 

@@ -7,13 +7,11 @@ use pi_protocol::{
 };
 
 fn request_with_call(call: Payload) -> ClientMessage {
-    ClientMessage::Request(Request {
-        id: RequestId::new("r").unwrap(),
-        target: RpcTarget::Server(ServerTarget {
-            server_id: ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap(),
-        }),
+    ClientMessage::Request(Request::new(
+        RequestId::new("r").unwrap(),
+        RpcTarget::Server(ServerTarget::new(ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap())),
         call,
-    })
+    ))
 }
 
 #[test]
@@ -98,7 +96,7 @@ fn encoding_into_a_buffer_appends_the_frame_or_leaves_the_buffer_as_it_was() {
     assert_eq!((err.kind(), err.rule()), (ErrorKind::Encode, Rule::ByteLengthLimit { limit: 10 }));
     let wide = request_with_call(Payload::from_value(&serde_json::json!(vec![0; 1_000_001])).unwrap());
     assert_eq!(encode_message_into(&wide, &CodecOptions::new(), &mut out).unwrap_err().kind(), ErrorKind::Encode);
-    let bad = ClientMessage::Hello(pi_protocol::ClientHello { version: pi_protocol::Integer::from(-1) });
+    let bad = ClientMessage::Hello(pi_protocol::ClientHello::new(pi_protocol::Integer::from(-1)));
     assert_eq!(encode_message_into(&bad, &CodecOptions::new(), &mut out).unwrap_err().kind(), ErrorKind::Schema);
     assert_eq!(out, before);
 }
@@ -108,16 +106,15 @@ fn encoding_into_a_buffer_appends_the_frame_or_leaves_the_buffer_as_it_was() {
 /// is a CBOR limit, so the typed verdict must equal the raw validator's for every setting.
 #[test]
 fn every_limit_applies_to_the_envelope_on_every_path() {
-    let session = ClientMessage::Request(Request {
-        id: RequestId::new("req-42").unwrap(),
-        target: RpcTarget::Session(pi_protocol::SessionTarget {
-            server_id: ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap(),
-            session_id: pi_protocol::SessionId::new("s-7f2a").unwrap(),
-            attachment_id: pi_protocol::AttachmentId::new("att-01").unwrap(),
-        }),
-        call: Payload::from_json_str(r#"{"serviceId":"session","member":"prompt","args":["hi",[1,{"a":null}]]}"#)
-            .unwrap(),
-    });
+    let session = ClientMessage::Request(Request::new(
+        RequestId::new("req-42").unwrap(),
+        RpcTarget::Session(pi_protocol::SessionTarget::new(
+            ServerId::new("7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b").unwrap(),
+            pi_protocol::SessionId::new("s-7f2a").unwrap(),
+            pi_protocol::AttachmentId::new("att-01").unwrap(),
+        )),
+        Payload::from_json_str(r#"{"serviceId":"session","member":"prompt","args":["hi",[1,{"a":null}]]}"#).unwrap(),
+    ));
     let frame = pi_protocol::encode_client_message(&session).unwrap();
     let payload = &frame[4..];
     let mut refused = 0;

@@ -92,16 +92,14 @@ fn server_id() -> impl Strategy<Value = ServerId> {
 }
 
 fn session_target() -> impl Strategy<Value = SessionTarget> {
-    (server_id(), non_empty(), non_empty()).prop_map(|(server_id, s, a)| SessionTarget {
-        server_id,
-        session_id: SessionId::new(s).unwrap(),
-        attachment_id: AttachmentId::new(a).unwrap(),
+    (server_id(), non_empty(), non_empty()).prop_map(|(server_id, s, a)| {
+        SessionTarget::new(server_id, SessionId::new(s).unwrap(), AttachmentId::new(a).unwrap())
     })
 }
 
 fn target() -> impl Strategy<Value = RpcTarget> {
     prop_oneof![
-        server_id().prop_map(|server_id| RpcTarget::Server(ServerTarget { server_id })),
+        server_id().prop_map(|server_id| RpcTarget::Server(ServerTarget::new(server_id))),
         session_target().prop_map(RpcTarget::Session),
     ]
 }
@@ -111,8 +109,7 @@ fn request_id() -> impl Strategy<Value = RequestId> {
 }
 
 fn error_body() -> impl Strategy<Value = ErrorBody> {
-    (non_empty(), any::<String>())
-        .prop_map(|(code, message)| ErrorBody { code: ErrorCode::new(code).unwrap(), message })
+    (non_empty(), any::<String>()).prop_map(|(code, message)| ErrorBody::new(ErrorCode::new(code).unwrap(), message))
 }
 
 fn version() -> impl Strategy<Value = Integer> {
@@ -122,31 +119,31 @@ fn version() -> impl Strategy<Value = Integer> {
 /// Every client message kind.
 fn client_message() -> impl Strategy<Value = ClientMessage> {
     prop_oneof![
-        version().prop_map(|version| ClientMessage::Hello(ClientHello { version })),
-        (request_id(), target(), payload()).prop_map(|(id, target, call)| ClientMessage::Request(Request {
-            id,
-            target,
-            call
-        })),
-        (request_id(), target()).prop_map(|(id, target)| ClientMessage::Cancel(Cancel { id, target })),
+        version().prop_map(|version| ClientMessage::Hello(ClientHello::new(version))),
+        (request_id(), target(), payload())
+            .prop_map(|(id, target, call)| ClientMessage::Request(Request::new(id, target, call))),
+        (request_id(), target()).prop_map(|(id, target)| ClientMessage::Cancel(Cancel::new(id, target))),
     ]
 }
 
 /// Every server message kind.
 fn server_message() -> impl Strategy<Value = ServerMessage> {
     prop_oneof![
-        server_id().prop_map(|server_id| ServerMessage::Hello(ServerHello { server_id })),
-        error_body().prop_map(|error| ServerMessage::HelloError(ServerHelloError { error })),
-        (request_id(), prop::option::of(payload()))
-            .prop_map(|(id, result)| ServerMessage::Response(Response::Success(SuccessResponse { id, result }))),
+        server_id().prop_map(|server_id| ServerMessage::Hello(ServerHello::new(server_id))),
+        error_body().prop_map(|error| ServerMessage::HelloError(ServerHelloError::new(error))),
+        (request_id(), prop::option::of(payload())).prop_map(|(id, result)| {
+            let mut success = SuccessResponse::new(id);
+            success.result = result;
+            ServerMessage::Response(Response::Success(success))
+        }),
         (request_id(), error_body())
-            .prop_map(|(id, error)| ServerMessage::Response(Response::Failure(ErrorResponse { id, error }))),
-        (non_empty(), payload()).prop_map(|(s, update)| ServerMessage::ServiceUpdate(ServiceUpdate {
-            subscription_id: SubscriptionId::new(s).unwrap(),
+            .prop_map(|(id, error)| ServerMessage::Response(Response::Failure(ErrorResponse::new(id, error)))),
+        (non_empty(), payload()).prop_map(|(s, update)| ServerMessage::ServiceUpdate(ServiceUpdate::new(
+            SubscriptionId::new(s).unwrap(),
             update
-        })),
+        ))),
         prop::option::of(session_target())
-            .prop_map(|attachment| ServerMessage::Attachment(pi_protocol::Attachment { attachment })),
+            .prop_map(|attachment| ServerMessage::Attachment(pi_protocol::Attachment::new(attachment))),
     ]
 }
 

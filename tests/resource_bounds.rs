@@ -48,11 +48,11 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 /// The CBOR payload of a `request` whose `call` is the raw item `call` (`call` is the last
 /// field in schema order, so the item replaces the encoded `null`).
 fn request_with_call(call: &[u8]) -> Vec<u8> {
-    let request = ClientMessage::Request(Request {
-        id: RequestId::new("r").unwrap(),
-        target: RpcTarget::Server(ServerTarget { server_id: ServerId::new(SERVER_ID).unwrap() }),
-        call: Payload::null(),
-    });
+    let request = ClientMessage::Request(Request::new(
+        RequestId::new("r").unwrap(),
+        RpcTarget::Server(ServerTarget::new(ServerId::new(SERVER_ID).unwrap())),
+        Payload::null(),
+    ));
     let mut payload = encode_client_message(&request).unwrap()[4..].to_vec();
     assert_eq!(payload.pop(), Some(0xf6), "call is the last field");
     payload.extend_from_slice(call);

@@ -23,11 +23,11 @@ use serde_json::{json, Value};
 const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 
 fn request(call: Payload) -> ClientMessage {
-    ClientMessage::Request(Request {
-        id: RequestId::new("req-1").unwrap(),
-        target: RpcTarget::Server(ServerTarget { server_id: pi_protocol::ServerId::new(SERVER).unwrap() }),
+    ClientMessage::Request(Request::new(
+        RequestId::new("req-1").unwrap(),
+        RpcTarget::Server(ServerTarget::new(pi_protocol::ServerId::new(SERVER).unwrap())),
         call,
-    })
+    ))
 }
 
 /// A call carrying one string of `len` characters (about `len` bytes of payload).
@@ -204,16 +204,16 @@ fn a_large_payload_is_its_own_segment_sharing_the_payloads_memory() {
 #[test]
 fn a_server_payload_is_shared_as_well() {
     let update = Payload::from_value(&json!({"chunk": "q".repeat(10_000)})).unwrap();
-    let message =
-        ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id: SubscriptionId::new("sub-1").unwrap(), update });
+    let message = ServerMessage::ServiceUpdate(ServiceUpdate::new(SubscriptionId::new("sub-1").unwrap(), update));
     let frame = encode_server_message_vectored(&message).unwrap();
     assert_same_bytes(&frame, &encode_server_message(&message).unwrap(), "service_update");
     let ServerMessage::ServiceUpdate(u) = &message else { unreachable!() };
     assert_eq!(frame.segments().nth(1).unwrap().as_ptr(), u.update.as_cbor().as_ptr());
 
-    let result = Some(payload_of_length(MIN_PAYLOAD_SEGMENT_LENGTH));
-    let message =
-        ServerMessage::Response(Response::Success(SuccessResponse { id: RequestId::new("r").unwrap(), result }));
+    let result = payload_of_length(MIN_PAYLOAD_SEGMENT_LENGTH);
+    let message = ServerMessage::Response(Response::Success(
+        SuccessResponse::new(RequestId::new("r").unwrap()).with_result(result),
+    ));
     let frame = encode_server_message_vectored_with(&message, &CodecOptions::new()).unwrap();
     assert_same_bytes(&frame, &encode_server_message(&message).unwrap(), "response");
     assert_eq!(frame.segments().count(), 2);
@@ -314,7 +314,7 @@ fn refused_messages_fail_with_the_same_errors() {
     assert_eq!((error.kind(), error.rule()), (ErrorKind::Encode, Rule::ContainerLengthLimit { limit: 1_999 }));
 
     // Validation comes first.
-    let bad = ClientMessage::Hello(pi_protocol::ClientHello { version: pi_protocol::Integer::from(-1) });
+    let bad = ClientMessage::Hello(pi_protocol::ClientHello::new(pi_protocol::Integer::from(-1)));
     let error = assert_same_error(&bad, &CodecOptions::new());
     assert_eq!(error.kind(), ErrorKind::Schema);
 }

@@ -71,56 +71,48 @@ fn server_id(u: &mut Unstructured) -> Result<ServerId> {
 }
 
 fn session_target(u: &mut Unstructured) -> Result<SessionTarget> {
-    Ok(SessionTarget {
-        server_id: server_id(u)?,
-        session_id: SessionId::new(non_empty(u)?).unwrap(),
-        attachment_id: AttachmentId::new(non_empty(u)?).unwrap(),
-    })
+    Ok(SessionTarget::new(
+        server_id(u)?,
+        SessionId::new(non_empty(u)?).unwrap(),
+        AttachmentId::new(non_empty(u)?).unwrap(),
+    ))
 }
 
 fn target(u: &mut Unstructured) -> Result<RpcTarget> {
     Ok(if u.arbitrary()? {
-        RpcTarget::Server(ServerTarget { server_id: server_id(u)? })
+        RpcTarget::Server(ServerTarget::new(server_id(u)?))
     } else {
         RpcTarget::Session(session_target(u)?)
     })
 }
 
 fn error_body(u: &mut Unstructured) -> Result<ErrorBody> {
-    Ok(ErrorBody { code: ErrorCode::new(non_empty(u)?).unwrap(), message: u.arbitrary()? })
+    Ok(ErrorBody::new(ErrorCode::new(non_empty(u)?).unwrap(), u.arbitrary::<String>()?))
 }
 
 fn client(u: &mut Unstructured) -> Result<ClientMessage> {
     Ok(match u.int_in_range(0..=2)? {
-        0 => ClientMessage::Hello(ClientHello { version: Integer::new(u.int_in_range(0..=MAX_SAFE)?).unwrap() }),
-        1 => ClientMessage::Request(Request {
-            id: RequestId::new(non_empty(u)?).unwrap(),
-            target: target(u)?,
-            call: payload(u)?,
-        }),
-        _ => ClientMessage::Cancel(Cancel { id: RequestId::new(non_empty(u)?).unwrap(), target: target(u)? }),
+        0 => ClientMessage::Hello(ClientHello::new(Integer::new(u.int_in_range(0..=MAX_SAFE)?).unwrap())),
+        1 => ClientMessage::Request(Request::new(RequestId::new(non_empty(u)?).unwrap(), target(u)?, payload(u)?)),
+        _ => ClientMessage::Cancel(Cancel::new(RequestId::new(non_empty(u)?).unwrap(), target(u)?)),
     })
 }
 
 fn server(u: &mut Unstructured) -> Result<ServerMessage> {
     Ok(match u.int_in_range(0..=5)? {
-        0 => ServerMessage::Hello(ServerHello { server_id: server_id(u)? }),
-        1 => ServerMessage::HelloError(ServerHelloError { error: error_body(u)? }),
-        2 => ServerMessage::Response(Response::Success(SuccessResponse {
-            id: RequestId::new(non_empty(u)?).unwrap(),
-            result: if u.arbitrary()? { Some(payload(u)?) } else { None },
-        })),
-        3 => ServerMessage::Response(Response::Failure(ErrorResponse {
-            id: RequestId::new(non_empty(u)?).unwrap(),
-            error: error_body(u)?,
-        })),
-        4 => ServerMessage::ServiceUpdate(ServiceUpdate {
-            subscription_id: SubscriptionId::new(non_empty(u)?).unwrap(),
-            update: payload(u)?,
-        }),
-        _ => ServerMessage::Attachment(Attachment {
-            attachment: if u.arbitrary()? { Some(session_target(u)?) } else { None },
-        }),
+        0 => ServerMessage::Hello(ServerHello::new(server_id(u)?)),
+        1 => ServerMessage::HelloError(ServerHelloError::new(error_body(u)?)),
+        2 => {
+            let success = SuccessResponse::new(RequestId::new(non_empty(u)?).unwrap());
+            let success = if u.arbitrary()? { success.with_result(payload(u)?) } else { success };
+            ServerMessage::Response(Response::Success(success))
+        }
+        3 => ServerMessage::Response(Response::Failure(ErrorResponse::new(
+            RequestId::new(non_empty(u)?).unwrap(),
+            error_body(u)?,
+        ))),
+        4 => ServerMessage::ServiceUpdate(ServiceUpdate::new(SubscriptionId::new(non_empty(u)?).unwrap(), payload(u)?)),
+        _ => ServerMessage::Attachment(Attachment::new(if u.arbitrary()? { Some(session_target(u)?) } else { None })),
     })
 }
 

@@ -10,7 +10,8 @@ use crate::Side;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
     /// `hello`, `request`, `cancel`, `hello_error`, `response (ok)`, `response (error)`,
-    /// `service_update`, `attachment (route)` or `attachment (cleared)`.
+    /// `service_update`, `attachment (route)`, `attachment (cleared)`, or `other` for a message
+    /// (or response shape) this summary does not know.
     pub kind: &'static str,
     /// The request id or subscription id the message carries, if any.
     pub id: Option<String>,
@@ -29,6 +30,7 @@ pub fn summarise(side: Side, payload: &[u8], limits: CborLimits) -> Result<Summa
                 payload: Some(("call", r.call.as_cbor().len())),
             },
             ClientMessage::Cancel(c) => Summary { kind: "cancel", id: Some(c.id.as_str().to_owned()), payload: None },
+            _ => OTHER,
         },
         Side::Server => match decode_message::<ServerMessage>(payload, limits)? {
             ServerMessage::Hello(_) => Summary { kind: "hello", id: None, payload: None },
@@ -51,6 +53,11 @@ pub fn summarise(side: Side, payload: &[u8], limits: CborLimits) -> Result<Summa
                 id: None,
                 payload: None,
             },
+            _ => OTHER,
         },
     })
 }
+
+/// The summary of a message type (or response shape) the schema has but this summary does not
+/// list.
+const OTHER: Summary = Summary { kind: "other", id: None, payload: None };

@@ -4,7 +4,7 @@ mod common;
 
 use common::{array, assert_error, boolean, bytes, decode, encode, float, int, map, null, text};
 use pi_protocol_derive::Codec;
-use pi_protocol_runtime::{ErrorKind, Integer, KeySet, Payload, ProtocolError, Rule, Scalar, Tagged, Validate};
+use pi_protocol_runtime::{ErrorKind, Integer, KeySet, Number, Payload, ProtocolError, Rule, Scalar, Tagged, Validate};
 
 /// A name of at least two characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
@@ -270,7 +270,12 @@ fn field_minimum_counts_negative_zero_as_zero() {
     let with_count = |c: Vec<u8>| {
         map(&[("type", text("ping")), ("name", text("ab")), ("v", int(8)), ("count", c), ("parent", null())])
     };
-    assert_error(decode::<Ping>(&with_count(int(-1))), ErrorKind::Schema, Rule::Minimum { min: 0 }, "count");
+    assert_error(
+        decode::<Ping>(&with_count(int(-1))),
+        ErrorKind::Schema,
+        Rule::Minimum { min: Number::from(0) },
+        "count",
+    );
     let zero = decode::<Ping>(&with_count(float(-0.0))).unwrap();
     assert!(zero.count_value.is_negative_zero());
     assert_error(
@@ -363,7 +368,7 @@ fn field_level_text_constraints() {
     assert_error(
         decode::<Pong>(&pong(None, "abc", Some(int(-6)))),
         ErrorKind::Schema,
-        Rule::Minimum { min: -5 },
+        Rule::Minimum { min: Number::from(-5) },
         "delta",
     );
     assert_error(
@@ -384,7 +389,7 @@ fn validate_checks_field_constraints_and_recurses() {
     let mut bad = ping();
     bad.count_value = Integer::new(-2).unwrap();
     let err = bad.validate().unwrap_err();
-    assert_eq!((err.rule(), err.path_string()), (Rule::Minimum { min: 0 }, "count".to_owned()));
+    assert_eq!((err.rule(), err.path_string()), (Rule::Minimum { min: Number::from(0) }, "count".to_owned()));
     let mut bad = ping();
     bad.parent = Some(Name("x".to_owned()));
     let err = bad.validate().unwrap_err();

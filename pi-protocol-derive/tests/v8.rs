@@ -10,7 +10,7 @@ mod common;
 mod v8;
 
 use common::{assert_error, boolean, decode, encode, float, int, map, null, text};
-use pi_protocol_runtime::{ErrorKind, Integer, Payload, Rule, Validate};
+use pi_protocol_runtime::{ErrorKind, Integer, Number, Payload, Rule, Validate};
 use v8::*;
 
 const SERVER: &str = "7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b";
@@ -19,14 +19,14 @@ const SERVER: &str = "7f3c2a10-5b6d-4e8f-9a1b-2c3d4e5f6a7b";
 fn client_hello_accepts_any_nonnegative_version() {
     let bytes = map(&[("type", text("hello")), ("version", int(8))]);
     let msg = decode::<ClientMessage>(&bytes).unwrap();
-    assert_eq!(msg, ClientMessage::Hello(ClientHello { version: Integer::from(8u8) }));
+    assert_eq!(msg, ClientMessage::Hello(ClientHello::new(Integer::from(8u8))));
     assert_eq!(encode(&msg), bytes);
     assert_eq!(hex::encode(encode(&msg)), "a264747970656568656c6c6f6776657273696f6e08");
     assert!(decode::<ClientMessage>(&map(&[("version", int(99)), ("type", text("hello"))])).is_ok());
     assert_error(
         decode::<ClientMessage>(&map(&[("type", text("hello")), ("version", int(-1))])),
         ErrorKind::Schema,
-        Rule::Minimum { min: 0 },
+        Rule::Minimum { min: Number::from(0) },
         "version",
     );
 }
@@ -60,7 +60,7 @@ fn request_with_both_target_kinds() {
     let cancel = map(&[("target", server), ("id", text("1")), ("type", text("cancel"))]);
     let msg = decode::<ClientMessage>(&cancel).unwrap();
     let ClientMessage::Cancel(c) = &msg else { panic!("wrong variant") };
-    assert_eq!(c.target, RpcTarget::Server(ServerTarget { server_id: ServerId::new(SERVER).unwrap() }));
+    assert_eq!(c.target, RpcTarget::Server(ServerTarget::new(ServerId::new(SERVER).unwrap())));
 
     let partial = map(&[("serverId", text(SERVER)), ("sessionId", text("s"))]);
     let bad = map(&[("type", text("cancel")), ("id", text("1")), ("target", partial)]);
@@ -108,14 +108,14 @@ fn responses_nest_inside_server_messages() {
 fn attachment_is_nullable() {
     let none = map(&[("type", text("attachment")), ("attachment", null())]);
     let msg = decode::<ServerMessage>(&none).unwrap();
-    assert_eq!(msg, ServerMessage::Attachment(Attachment { attachment: None }));
+    assert_eq!(msg, ServerMessage::Attachment(Attachment::new(None)));
     assert_eq!(encode(&msg), none);
     let missing = map(&[("type", text("attachment"))]);
     assert_error(decode::<ServerMessage>(&missing), ErrorKind::Schema, Rule::MissingField, "attachment");
     let target = map(&[("serverId", text(SERVER)), ("sessionId", text("s")), ("attachmentId", text("a"))]);
     let some = map(&[("type", text("attachment")), ("attachment", target)]);
     let msg = decode::<ServerMessage>(&some).unwrap();
-    assert!(matches!(msg, ServerMessage::Attachment(Attachment { attachment: Some(_) })));
+    assert!(matches!(msg, ServerMessage::Attachment(Attachment { attachment: Some(_), .. })));
     assert_eq!(encode(&msg), some);
 }
 
@@ -125,14 +125,14 @@ fn service_update_and_validate() {
     let msg = decode::<ServerMessage>(&update).unwrap();
     assert!(msg.validate().is_ok());
     assert_eq!(encode(&msg), update);
-    let built = ServerMessage::from(ServiceUpdate {
-        subscription_id: SubscriptionId::new("sub").unwrap(),
-        update: Payload::from_json_str("1").unwrap(),
-    });
+    let built = ServerMessage::from(ServiceUpdate::new(
+        SubscriptionId::new("sub").unwrap(),
+        Payload::from_json_str("1").unwrap(),
+    ));
     assert_eq!(built, msg);
-    let hello = ClientMessage::from(ClientHello { version: Integer::new(-1).unwrap() });
+    let hello = ClientMessage::from(ClientHello::new(Integer::new(-1).unwrap()));
     let err = hello.validate().unwrap_err();
-    assert_eq!((err.rule(), err.path_string()), (Rule::Minimum { min: 0 }, "version".to_owned()));
+    assert_eq!((err.rule(), err.path_string()), (Rule::Minimum { min: Number::from(0) }, "version".to_owned()));
 }
 
 #[test]

@@ -27,6 +27,11 @@
 //!   before the application sees it ([`ServerOptions`] holds the codes).
 //! - **Release.** A server connection reports the route to release only once every admitted
 //!   call has settled ([`ServerEvent::Closed`]).
+//! - **Message types added later.** After the handshake, a message of a type the schema gained
+//!   after these rules were written (every type of version 8 has a rule) is valid protocol
+//!   without a rule here: it is passed to the application as [`ClientEvent::Other`] or
+//!   [`ServerEvent::Other`], and the connection stays open. Before the handshake it is a
+//!   violation, like any frame that does not answer or start the handshake.
 //!
 //! # Example: a client and a server talking through memory
 //!

@@ -49,7 +49,7 @@ pub struct ServerOptions {
 }
 
 fn body(code: &str, message: &str) -> ErrorBody {
-    ErrorBody { code: ErrorCode::new(code).expect("default codes are non-empty"), message: message.to_owned() }
+    ErrorBody::new(ErrorCode::new(code).expect("default codes are non-empty"), message)
 }
 
 impl Default for ServerOptions {
@@ -119,6 +119,11 @@ pub enum ServerEvent {
         /// now releases (`None`: nothing to release).
         release: Option<SessionTarget>,
     },
+    /// After the handshake, a client message of a type this connection has no rule for: one the
+    /// schema gained after the connection logic was written (every type of protocol version 8
+    /// has its own event). It is passed on as decoded; the connection keeps no state for it,
+    /// answers nothing, and does not fence it.
+    Other(ClientMessage),
 }
 
 #[derive(Debug)]
@@ -153,7 +158,7 @@ enum State {
 /// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, ServerId};
 ///
 /// let mut server = ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?, ServerOptions::default());
-/// server.receive(&encode_client_message(&ClientMessage::Hello(ClientHello { version: 7.into() }))?);
+/// server.receive(&encode_client_message(&ClientMessage::from(ClientHello::new(7)))?);
 /// assert!(matches!(server.poll_event(), Some(ServerEvent::Closing { .. })));
 /// assert_eq!(server.poll_event(), Some(ServerEvent::Closed { release: None }));
 /// assert!(server.poll_transmit().is_some()); // the hello_error
@@ -217,7 +222,7 @@ impl ServerConnection {
             (State::AwaitingHello, ClientMessage::Hello(hello)) => {
                 let version = hello.version.get();
                 if is_supported_protocol_version(version) {
-                    let reply = ServerMessage::Hello(ServerHello { server_id: self.server_id.clone() });
+                    let reply = ServerMessage::from(ServerHello::new(self.server_id.clone()));
                     match self.queue(&reply) {
                         Ok(()) => {
                             self.state = State::Open;
@@ -226,8 +231,7 @@ impl ServerConnection {
                         Err(error) => self.begin_close(CloseReason::Encode(error)),
                     }
                 } else {
-                    let reply =
-                        ServerMessage::HelloError(ServerHelloError { error: self.options.unsupported_version.clone() });
+                    let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
                     match self.queue(&reply) {
                         Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
                         Err(error) => self.begin_close(CloseReason::Encode(error)),
@@ -247,6 +251,11 @@ impl ServerConnection {
                     }
                 }
             }
+            // A message type added to the schema after these rules were written: it decoded, so
+            // it is valid protocol, but the connection knows no rule for it. It goes to the
+            // application untouched rather than closing the connection on a valid frame.
+            #[allow(unreachable_patterns)]
+            (State::Open, other) => self.events.push_back(ServerEvent::Other(other)),
             (State::Closing | State::Closed, _) => {}
         }
     }
@@ -260,6 +269,8 @@ impl ServerConnection {
                 RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                 RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                 RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => Some(FenceReason::StaleRoute),
+                // A target shape the schema gains later has no fence here: only the in-flight
+                // limit applies, and the application sees the target as decoded.
                 _ if self.in_flight.len() >= self.options.max_in_flight => Some(FenceReason::TooManyRequests),
                 _ => None,
             }
@@ -275,8 +286,7 @@ impl ServerConnection {
             FenceReason::StaleRoute => &self.options.stale_route,
             FenceReason::TooManyRequests => &self.options.too_many_requests,
         };
-        let reply =
-            ServerMessage::Response(Response::Failure(ErrorResponse { id: request.id.clone(), error: error.clone() }));
+        let reply = ServerMessage::from(Response::from(ErrorResponse::new(request.id.clone(), error.clone())));
         match self.queue(&reply) {
             Ok(()) => self.events.push_back(ServerEvent::Fenced { id: request.id, reason }),
             Err(error) => self.begin_close(CloseReason::Encode(error)),
@@ -304,8 +314,8 @@ impl ServerConnection {
         }
         if self.state == State::Open {
             let response = match result {
-                Ok(result) => Response::Success(SuccessResponse { id: id.clone(), result }),
-                Err(error) => Response::Failure(ErrorResponse { id: id.clone(), error }),
+                Ok(result) => Response::from(success(id.clone(), result)),
+                Err(error) => Response::from(ErrorResponse::new(id.clone(), error)),
             };
             self.queue(&ServerMessage::Response(response)).map_err(ConnectionError::Encode)?;
         }
@@ -336,7 +346,7 @@ impl ServerConnection {
             State::AwaitingHello => return Err(ConnectionError::NotReady),
             State::Closed => return Err(ConnectionError::Closed),
             State::Open => {
-                let message = ServerMessage::Attachment(Attachment { attachment: route.clone() });
+                let message = ServerMessage::from(Attachment::new(route.clone()));
                 self.queue(&message).map_err(ConnectionError::Encode)?;
             }
             State::Closing => {}
@@ -355,7 +365,7 @@ impl ServerConnection {
             State::AwaitingHello => Err(ConnectionError::NotReady),
             State::Closing | State::Closed => Err(ConnectionError::Closed),
             State::Open => self
-                .queue(&ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id, update }))
+                .queue(&ServerMessage::from(ServiceUpdate::new(subscription_id, update)))
                 .map_err(ConnectionError::Encode),
         }
     }
@@ -440,5 +450,14 @@ impl ServerConnection {
             self.state = State::Closed;
             self.events.push_back(ServerEvent::Closed { release: self.attachment.take() });
         }
+    }
+}
+
+/// A success response settling `id`, with a `result` key only for `Some`.
+fn success(id: RequestId, result: Option<Payload>) -> SuccessResponse {
+    let response = SuccessResponse::new(id);
+    match result {
+        Some(result) => response.with_result(result),
+        None => response,
     }
 }

@@ -28,7 +28,7 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// use pi_protocol::io::ClientMessageReader;
 /// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, Integer};
 ///
-/// let hello = ClientMessage::Hello(ClientHello { version: Integer::from(8u8) });
+/// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
 /// let bytes = encode_client_message(&hello)?;
 /// let mut reader = ClientMessageReader::new(&bytes[..]);
 /// assert_eq!(reader.read_message()?, Some(hello));
@@ -190,7 +190,7 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// use pi_protocol::io::{write_client_message, ClientMessageReader};
 /// use pi_protocol::{ClientHello, ClientMessage, Integer};
 ///
-/// let hello = ClientMessage::Hello(ClientHello { version: Integer::from(8u8) });
+/// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
 /// let mut wire = Vec::new();
 /// write_client_message(&mut wire, &hello)?;
 /// assert_eq!(wire.len(), 4 + 0x15);
@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn writers_validate_and_round_trip() {
-        let message = ServerMessage::Attachment(Attachment { attachment: None });
+        let message = ServerMessage::Attachment(Attachment::new(None));
         let mut wire = Vec::new();
         write_server_message(&mut wire, &message).unwrap();
         assert_eq!(wire, crate::encode_server_message(&message).unwrap());
@@ -344,7 +344,7 @@ mod tests {
         let mut refused = Vec::new();
         assert!(write_server_message_with(&mut refused, &message, &small).is_err());
         assert!(refused.is_empty());
-        let bad = ClientMessage::Hello(crate::ClientHello { version: crate::Integer::new(-3).unwrap() });
+        let bad = ClientMessage::Hello(crate::ClientHello::new(crate::Integer::new(-3).unwrap()));
         let error = write_client_message(&mut refused, &bad).unwrap_err();
         assert_eq!(error.protocol().unwrap().kind(), ErrorKind::Schema);
         assert!(refused.is_empty());

@@ -37,7 +37,7 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// let (client_io, server_io) = tokio::io::duplex(1024);
 /// let mut client = Framed::new(client_io, ClientCodec::new());
 /// let mut server = Framed::new(server_io, ServerCodec::new());
-/// let hello = ClientMessage::Hello(ClientHello { version: Integer::from(8u8) });
+/// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
 /// client.send(hello.clone()).await?;
 /// assert_eq!(server.next().await.transpose()?, Some(hello));
 /// # Ok(()) }
@@ -189,12 +189,11 @@ mod tests {
     const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 
     fn request(id: &str) -> ClientMessage {
-        ClientMessage::Request(Request {
-            id: RequestId::new(id).unwrap(),
-            target: RpcTarget::Server(ServerTarget { server_id: ServerId::new(SERVER).unwrap() }),
-            call: Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))
-                .unwrap(),
-        })
+        ClientMessage::Request(Request::new(
+            RequestId::new(id).unwrap(),
+            RpcTarget::Server(ServerTarget::new(ServerId::new(SERVER).unwrap())),
+            Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []})).unwrap(),
+        ))
     }
 
     fn protocol(error: &Error) -> &ProtocolError {
@@ -215,8 +214,7 @@ mod tests {
     #[tokio::test]
     async fn duplex_with_one_byte_writes() {
         let (mut tx, rx) = tokio::io::duplex(3);
-        let messages =
-            vec![request("a"), request("b"), ClientMessage::Hello(ClientHello { version: Integer::from(7u8) })];
+        let messages = vec![request("a"), request("b"), ClientMessage::Hello(ClientHello::new(Integer::from(7u8)))];
         let mut wire = Vec::new();
         for m in &messages {
             wire.extend(encode_client_message(m).unwrap());
@@ -260,7 +258,7 @@ mod tests {
     #[test]
     fn truncated_frame_at_eof_and_failed_state() {
         let mut codec = ClientCodec::new();
-        let frame = encode_server_message(&ServerMessage::Attachment(Attachment { attachment: None })).unwrap();
+        let frame = encode_server_message(&ServerMessage::Attachment(Attachment::new(None))).unwrap();
         let mut buf = BytesMut::from(&frame[..]);
         buf.extend_from_slice(&frame[..frame.len() - 1]);
         assert!(codec.decode_eof(&mut buf).unwrap().is_some());
@@ -295,7 +293,7 @@ mod tests {
     #[tokio::test]
     async fn encoder_refuses_invalid_messages_and_writes_nothing() {
         let mut sink = FramedWrite::new(Vec::new(), ClientCodec::new());
-        let bad = ClientMessage::Hello(ClientHello { version: Integer::new(-1).unwrap() });
+        let bad = ClientMessage::Hello(ClientHello::new(Integer::new(-1).unwrap()));
         let error = sink.send(&bad).await.unwrap_err();
         assert_eq!(protocol(&error).kind(), ErrorKind::Schema);
         sink.send(request("x")).await.unwrap();
@@ -307,7 +305,7 @@ mod tests {
         // The frame limit alone (maxFrameLength also lowers maxByteLength; restore that).
         let options = CodecOptions::new().max_frame_length(10).unwrap().cbor_limits(CborLimits::default());
         let mut sink = FramedWrite::new(Vec::new(), ServerCodec::with_options(&options));
-        let message = ServerMessage::Attachment(Attachment { attachment: None });
+        let message = ServerMessage::Attachment(Attachment::new(None));
         let error = sink.send(message).await.unwrap_err();
         assert!(matches!(protocol(&error).rule(), Rule::EncodedFrameTooLong { length: 29, limit: 10 }));
         assert!(sink.get_ref().is_empty());
