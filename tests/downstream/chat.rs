@@ -23,6 +23,7 @@ pub struct RoomId(CompactString);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(crate = "pi_protocol::runtime", json)]
+#[allow(clippy::large_enum_variant)]
 pub enum Mood {
     /// `"happy"`.
     #[codec(value = "happy")]
@@ -130,6 +131,7 @@ impl Leave {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(crate = "pi_protocol::runtime", json, tag = "type")]
+#[allow(clippy::large_enum_variant)]
 pub enum ChatMessage {
     /// `type: "say"`.
     Say(Say),
