@@ -42,6 +42,7 @@ mod builder;
 mod convert;
 mod emit;
 mod error;
+pub mod interpret;
 pub mod model;
 mod schema;
 mod x_rust;
@@ -49,6 +50,7 @@ mod x_rust;
 pub use builder::Builder;
 pub use emit::{preamble, Options};
 pub use error::{GenError, Result};
+pub use interpret::Interpreter;
 pub use model::Model;
 pub use x_rust::LIMIT_NAMES;
 
