@@ -13,7 +13,10 @@
 //!    objects by one literal key (`tag`), by several literal keys together (`tags`), or by key
 //!    sets; anything else is an error that names the two members a decoder could not tell
 //!    apart;
-//! 4. references on cycles of direct containment (a recursive type) are boxed.
+//! 4. union members whose shape carries constraints become newtypes of their own (named after
+//!    the union and the variant), since constraints are checked by fields and newtypes, never
+//!    by a variant in place;
+//! 5. references on cycles of direct containment (a recursive type) are boxed.
 //!
 //! Every error names the schema location as a JSON pointer.
 
@@ -142,6 +145,7 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
     };
     cx.convert_all()?;
     cx.classify_all()?;
+    cx.name_constrained_variants()?;
     cx.box_cycles();
     let [client, server] = roots;
     let client_message = client.map(|i| cx.types[i].rust_name.clone());
@@ -472,6 +476,11 @@ impl<'r, 'a> Converter<'r, 'a> {
 
     /// An object with free keys: `additionalProperties` holding a schema, or one
     /// `patternProperties` pattern (with `additionalProperties` false or absent).
+    ///
+    /// The pattern constrains the keys only with `additionalProperties: false`; without it a key
+    /// outside the pattern is allowed (JSON Schema, and the reference's validator), and the model
+    /// checks every value against the pattern's schema, which JSON Schema asks only of the keys
+    /// the pattern matches (exact for TypeBox's records, `^.*$` of any JSON value).
     fn record(&mut self, node: &Node<'a>, hint: &Hint) -> Result<Record> {
         if let Some(Value::Object(props)) = node.get("properties") {
             if !props.is_empty() {
@@ -500,7 +509,11 @@ impl<'r, 'a> Converter<'r, 'a> {
                 let at = format!("{path}/{}", escape_pointer(pattern));
                 SchemaPattern::compile(pattern).map_err(|e| GenError::schema(at.clone(), e.to_string()))?;
                 let values = self.shape(&Node::new(schema, at)?, &value_hint, Location::Other)?;
-                Ok(Record { values, keys: Checks { pattern: Some(pattern.clone()), ..Checks::default() } })
+                let keys = match extra {
+                    Some(Value::Bool(false)) => Checks { pattern: Some(pattern.clone()), ..Checks::default() },
+                    _ => Checks::default(),
+                };
+                Ok(Record { values, keys })
             }
             (Some(_), _) => Err(GenError::schema(node.at("patternProperties"), "must be an object of pattern -> schema")),
             (None, None) | (None, Some(Value::Bool(true))) => {
@@ -749,6 +762,39 @@ impl<'r, 'a> Converter<'r, 'a> {
         Ok(Union { dispatch, variants })
     }
 
+    /// Gives every union variant whose shape carries constraints (`anyOf: [{"type": "string",
+    /// "minLength": 2}, ...]`, the types of a `type` list with their keywords) a newtype of its
+    /// own, `<Union><Variant>`, holding the shape (pass 4): JSON Schema checks a member's
+    /// constraints on the values it accepts, and a variant holds only a type.
+    fn name_constrained_variants(&mut self) -> Result<()> {
+        for index in 0..self.types.len() {
+            let Some(PendingKind::Union(_, Some(union))) = &self.types[index].kind else { continue };
+            let constrained: Vec<(usize, String, String, Shape)> = union
+                .variants
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| match &v.kind {
+                    VariantKind::Value(shape) if has_checks(shape) => {
+                        Some((i, v.rust_name.clone(), v.pointer.clone(), shape.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            for (i, variant_name, pointer, shape) in constrained {
+                let node = self.refs.resolve(&pointer, &pointer)?;
+                let long = format!("{}{variant_name}", self.types[index].rust_name);
+                let rust_name = self.unique_name(&Hint { short: long.clone(), long });
+                let kind = Some(PendingKind::Newtype(shape));
+                self.types.push(Pending { rust_name: rust_name.clone(), schema_name: None, node, kind });
+                if let Some(PendingKind::Union(_, Some(union))) = &mut self.types[index].kind {
+                    let named = TypeExpr::Named { name: rust_name, boxed: false };
+                    union.variants[i].kind = VariantKind::Value(Shape::plain(named));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// How the object members of a union are told apart, and each member's tag values.
     fn object_dispatch(
         &self,
@@ -946,7 +992,7 @@ impl<'r, 'a> Converter<'r, 'a> {
         }
     }
 
-    /// Boxes every reference that lies on a cycle of direct containment (pass 4).
+    /// Boxes every reference that lies on a cycle of direct containment (pass 5).
     fn box_cycles(&mut self) {
         let edges: Vec<Vec<usize>> = (0..self.types.len())
             .map(|i| {
@@ -1023,6 +1069,17 @@ impl<'r, 'a> Converter<'r, 'a> {
             })
             .collect()
     }
+}
+
+/// Whether a value of `shape` has constraints to check: its own, or those of what it holds in
+/// place (a nullable value, array elements, record keys and values; not a named type's).
+fn has_checks(shape: &Shape) -> bool {
+    !shape.checks.is_empty()
+        || match &shape.ty {
+            TypeExpr::Nullable(inner) | TypeExpr::Array(inner) => has_checks(inner),
+            TypeExpr::Record(record) => !record.keys.is_empty() || has_checks(&record.values),
+            _ => false,
+        }
 }
 
 /// Marks the references of `shape` to the types in `cyclic` as boxed.

@@ -21,8 +21,10 @@
 //! loads is leaked once, process-wide, and shared by every interpreter (bounded by the schemas,
 //! never by the input).
 //!
-//! The interpreter follows JSON Schema where the emitted code once did not: a union member's
-//! constraints (`anyOf: [{"type": "string", "minLength": 2}, ...]`) are checked on the value.
+//! A union member's constraints (`anyOf: [{"type": "string", "minLength": 2}, ...]`) hold for
+//! the values of that member, as in JSON Schema: the generator gives such a member a newtype of
+//! its own (the derive checks fields and newtypes), and the interpreter checks a variant's shape
+//! in place.
 //!
 //! ```
 //! use pi_protocol_gen::interpret::Interpreter;

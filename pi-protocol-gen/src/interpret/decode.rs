@@ -16,6 +16,7 @@
 //! a map, which the reader refuses beyond its depth limit, and a type never holds itself
 //! without one in between (checked when the program is compiled).
 
+use pi_protocol_runtime::payload::number_value;
 use pi_protocol_runtime::{
     key_equals, Decode, JsonTypes, LiteralEntry, Payload, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
 };
@@ -25,8 +26,8 @@ use crate::model::LiteralValue;
 
 use super::checks::{check, check_text};
 use super::program::{
-    literal_json, literal_matches, DispatchCode, MemberCode, Presence, Program, StructCode, Ty, TypeCode, UnionCode,
-    VariantCode,
+    literal_json, literal_matches, CheckTree, DispatchCode, Leaf, MemberCode, Presence, Program, StructCode,
+    TextChecks, Ty, TypeCode, UnionCode, VariantCode,
 };
 
 /// The most bytes reserved up front for the elements of one array or record (the runtime's
@@ -39,25 +40,22 @@ const LINEAR_DUPLICATE_SCAN: usize = 16;
 
 impl Program {
     /// Decodes one item of named type `index` (the derive's `Decode::decode`).
+    ///
+    /// The functions on the recursive path (this one, [`decode`](Self::decode), the entries of
+    /// objects and unions) keep their frames small and leave everything else to functions kept
+    /// out of line: a value nested 512 levels deep costs about a kilobyte of stack per level.
     pub(super) fn decode_type<'de>(&self, index: usize, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
         match &self.types[index] {
-            TypeCode::Text(checks) => {
-                let text = reader.read_text()?;
-                check_text(self, checks, text)?;
-                Ok(Value::String(text.to_owned()))
-            }
-            TypeCode::Newtype { value, checks } => {
-                let decoded = self.decode(value, reader)?;
-                if let Some(tree) = checks {
-                    check(self, tree, &decoded)?;
-                }
-                Ok(decoded)
-            }
             TypeCode::Struct(code) => {
                 let count = reader.enter_map()?;
                 self.struct_entries(code, reader, count, &[])
             }
             TypeCode::Union(code) => self.decode_union(code, reader),
+            TypeCode::Newtype { value, checks } => {
+                let decoded = self.decode(value, reader)?;
+                self.checked(checks.as_deref(), decoded)
+            }
+            TypeCode::Text(checks) => self.decode_text(checks, reader),
         }
     }
 
@@ -65,55 +63,68 @@ impl Program {
     fn decode<'de>(&self, ty: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
         match ty {
             Ty::Named(index) => self.decode_type(*index, reader),
-            Ty::String => Ok(Value::String(reader.read_text()?.to_owned())),
-            Ty::Integer => {
-                let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
-                if value.fract() != 0.0 {
-                    return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
-                }
-                Ok(pi_protocol_runtime::payload::number_value(value))
-            }
-            Ty::Number => Ok(pi_protocol_runtime::payload::number_value(reader.read_number()?)),
-            Ty::Boolean => Ok(Value::Bool(reader.read_bool()?)),
-            Ty::Null => reader.read_null().map(|()| Value::Null),
-            Ty::Payload => Ok(Payload::decode(reader)?.to_value()),
-            Ty::Array(element) => {
-                let count = reader.enter_array()?;
-                let mut items = Vec::with_capacity(initial_capacity::<Value>(count));
-                for index in 0..count {
-                    items.push(self.decode(element, reader).map_err(|e| e.at_index(index as u64))?);
-                }
-                reader.leave();
-                Ok(Value::Array(items))
-            }
-            Ty::Record(values) => {
-                let count = reader.enter_map()?;
-                let mut entries = Map::with_capacity(initial_capacity::<(String, Value)>(count));
-                for index in 0..count {
-                    let key = reader.read_key()?;
-                    let duplicate = if count <= LINEAR_DUPLICATE_SCAN {
-                        entries.keys().any(|k| k == key)
-                    } else {
-                        entries.contains_key(key)
-                    };
-                    if duplicate {
-                        return Err(ProtocolError::cbor(Rule::DuplicateKey));
-                    }
-                    let value = self.decode(values, reader).map_err(|e| e.at_entry(index as u64))?;
-                    entries.insert(key.to_owned(), value);
-                }
-                reader.leave();
-                Ok(Value::Object(entries))
-            }
             Ty::Nullable(inner) => {
                 if reader.peek_null() {
-                    reader.read_null()?;
-                    Ok(Value::Null)
+                    reader.read_null().map(|()| Value::Null)
                 } else {
                     self.decode(inner, reader)
                 }
             }
+            Ty::Array(element) => self.decode_array(element, reader),
+            Ty::Record(values) => self.decode_record(values, reader),
+            Ty::Leaf(leaf) => decode_leaf(*leaf, reader),
         }
+    }
+
+    /// `decoded` once `checks` hold for it.
+    fn checked(&self, checks: Option<&CheckTree>, decoded: Value) -> Result<Value, ProtocolError> {
+        if let Some(tree) = checks {
+            check(self, tree, &decoded)?;
+        }
+        Ok(decoded)
+    }
+
+    /// A string newtype: the text, then its checks.
+    #[inline(never)]
+    fn decode_text(&self, checks: &TextChecks, reader: &mut Reader<'_>) -> Result<Value, ProtocolError> {
+        let text = reader.read_text()?;
+        check_text(self, checks, text)?;
+        Ok(Value::String(text.to_owned()))
+    }
+
+    /// An array: every element, its index in the path of an error.
+    #[inline(never)]
+    fn decode_array<'de>(&self, element: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+        let count = reader.enter_array()?;
+        let mut items = Vec::with_capacity(initial_capacity::<Value>(count));
+        for index in 0..count {
+            items.push(self.decode(element, reader).map_err(|e| e.at_index(index as u64))?);
+        }
+        reader.leave();
+        Ok(Value::Array(items))
+    }
+
+    /// A record: keys read as checked UTF-8, refused when repeated; values with their entry's
+    /// position in the path of an error.
+    #[inline(never)]
+    fn decode_record<'de>(&self, values: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+        let count = reader.enter_map()?;
+        let mut entries = Map::with_capacity(initial_capacity::<(String, Value)>(count));
+        for index in 0..count {
+            let key = reader.read_key()?;
+            let duplicate = if count <= LINEAR_DUPLICATE_SCAN {
+                entries.keys().any(|k| k == key)
+            } else {
+                entries.contains_key(key)
+            };
+            if duplicate {
+                return Err(ProtocolError::cbor(Rule::DuplicateKey));
+            }
+            let value = self.decode(values, reader).map_err(|e| e.at_entry(index as u64))?;
+            entries.insert(key.to_owned(), value);
+        }
+        reader.leave();
+        Ok(Value::Object(entries))
     }
 
     /// Decodes the rest of a map already entered as a `ty` (the derive's
@@ -146,62 +157,29 @@ impl Program {
     ) -> Result<Value, ProtocolError> {
         // One slot per member: a literal's slot holds `Null` once seen, a field's its value.
         let mut slots: Vec<Option<Value>> = vec![None; code.members.len()];
-        for &(key, value) in consumed {
-            let literal = code.members.iter().enumerate().find_map(|(i, member)| match member {
-                MemberCode::Literal { key: k, value: literal } if key_equals(key, k.as_bytes()) => {
-                    Some((i, *k, literal))
-                }
-                _ => None,
-            });
-            let Some((i, key, literal)) = literal else {
-                return Err(ProtocolError::schema(Rule::UnknownField));
-            };
-            see_literal(&mut slots[i], key, literal, &value)?;
-        }
+        see_consumed(code, &mut slots, consumed)?;
         for _ in 0..count {
-            let key = reader.read_key_raw()?;
-            let Some(i) = code.member(key) else {
-                return Err(ProtocolError::schema(Rule::UnknownField));
-            };
+            let i = member_at(code, reader)?;
             match &code.members[i] {
-                MemberCode::Literal { key, value: literal } => {
-                    let value = reader.read_scalar().map_err(|e| e.at(key))?;
-                    see_literal(&mut slots[i], key, literal, &value)?;
-                }
+                MemberCode::Literal { key, value: literal } => read_literal(&mut slots[i], key, literal, reader)?,
                 MemberCode::Field { key, value, checks, presence } => {
                     if slots[i].is_some() {
                         return Err(ProtocolError::cbor(Rule::DuplicateKey));
                     }
                     let nullable = matches!(presence, Presence::Nullable | Presence::OptionalNullable);
-                    let decoded = if nullable && reader.peek_null() {
-                        reader.read_null().map_err(|e| e.at(key))?;
-                        Value::Null
-                    } else {
-                        let decoded = self.decode(value, reader).map_err(|e| e.at(key))?;
-                        if let Some(tree) = checks {
-                            check(self, tree, &decoded).map_err(|e| e.at(key))?;
+                    slots[i] = Some(
+                        if nullable && reader.peek_null() {
+                            reader.read_null().map(|()| Value::Null)
+                        } else {
+                            self.decode(value, reader).and_then(|decoded| self.checked(checks.as_deref(), decoded))
                         }
-                        decoded
-                    };
-                    slots[i] = Some(decoded);
+                        .map_err(|e| e.at(key))?,
+                    );
                 }
             }
         }
         reader.leave();
-        let mut object = Map::with_capacity(code.members.len());
-        for (member, slot) in code.members.iter().zip(slots) {
-            match (member, slot) {
-                (MemberCode::Literal { key, value }, Some(_)) => {
-                    object.insert((*key).to_owned(), literal_json(value));
-                }
-                (MemberCode::Field { key, .. }, Some(value)) => {
-                    object.insert((*key).to_owned(), value);
-                }
-                (MemberCode::Field { presence: Presence::Optional | Presence::OptionalNullable, .. }, None) => {}
-                (member, None) => return Err(ProtocolError::schema(Rule::MissingField).at(member.key())),
-            }
-        }
-        Ok(Value::Object(object))
+        finish_struct(code, slots)
     }
 
     /// A union's `decode`: maps go to the map dispatch when the union tells maps apart; every
@@ -232,18 +210,10 @@ impl Program {
         for variant in &code.wrapped {
             if self.ty_types(&variant.value).contains(item) {
                 let decoded = self.decode(&variant.value, reader)?;
-                return self.variant_checked(variant, decoded);
+                return self.checked(variant.checks.as_deref(), decoded);
             }
         }
         Err(ProtocolError::schema(if code.unit_types.contains(item) { Rule::NotInEnum } else { Rule::NoVariant }))
-    }
-
-    /// A variant's value after its constraints are checked.
-    fn variant_checked(&self, variant: &VariantCode, decoded: Value) -> Result<Value, ProtocolError> {
-        if let Some(tree) = &variant.checks {
-            check(self, tree, &decoded)?;
-        }
-        Ok(decoded)
     }
 
     /// A variant decoding the rest of a map.
@@ -255,7 +225,7 @@ impl Program {
         consumed: &[LiteralEntry<'de>],
     ) -> Result<Value, ProtocolError> {
         let decoded = self.decode_entries(&variant.value, reader, count, consumed)?;
-        self.variant_checked(variant, decoded)
+        self.checked(variant.checks.as_deref(), decoded)
     }
 
     /// A union's `decode_entries`: the variant picked by the dispatch decodes the rest of the map.
@@ -400,6 +370,88 @@ impl Program {
         }
         Err(ProtocolError::schema(Rule::NoVariant))
     }
+}
+
+/// The literal entries a union already read, checked like entries on the wire; a key the
+/// object has no literal for is unknown.
+#[inline(never)]
+fn see_consumed(
+    code: &StructCode,
+    slots: &mut [Option<Value>],
+    consumed: &[LiteralEntry<'_>],
+) -> Result<(), ProtocolError> {
+    for &(key, value) in consumed {
+        let literal = code.members.iter().enumerate().find_map(|(i, member)| match member {
+            MemberCode::Literal { key: k, value: literal } if key_equals(key, k.as_bytes()) => Some((i, *k, literal)),
+            _ => None,
+        });
+        let Some((i, key, literal)) = literal else {
+            return Err(ProtocolError::schema(Rule::UnknownField));
+        };
+        see_literal(&mut slots[i], key, literal, &value)?;
+    }
+    Ok(())
+}
+
+/// Reads the next key of an object and finds its member; a key the object does not have is
+/// unknown (compared as bytes: a key equal to a schema key is valid UTF-8, and any other stops
+/// the decode, the rescan then reporting invalid UTF-8 first).
+#[inline(never)]
+fn member_at(code: &StructCode, reader: &mut Reader<'_>) -> Result<usize, ProtocolError> {
+    let key = reader.read_key_raw()?;
+    code.member(key).ok_or_else(|| ProtocolError::schema(Rule::UnknownField))
+}
+
+/// Reads the value of the literal member `key` and records it.
+#[inline(never)]
+fn read_literal(
+    slot: &mut Option<Value>,
+    key: &'static str,
+    literal: &LiteralValue,
+    reader: &mut Reader<'_>,
+) -> Result<(), ProtocolError> {
+    let value = reader.read_scalar().map_err(|e| e.at(key))?;
+    see_literal(slot, key, literal, &value)
+}
+
+/// The object of the slots read, in canonical order, once every required key is known to be
+/// there (a missing one is reported at its key, the first in canonical order).
+#[inline(never)]
+fn finish_struct(code: &StructCode, slots: Vec<Option<Value>>) -> Result<Value, ProtocolError> {
+    let mut object = Map::with_capacity(code.members.len());
+    for (member, slot) in code.members.iter().zip(slots) {
+        match (member, slot) {
+            (MemberCode::Literal { key, value }, Some(_)) => {
+                object.insert((*key).to_owned(), literal_json(value));
+            }
+            (MemberCode::Field { key, .. }, Some(value)) => {
+                object.insert((*key).to_owned(), value);
+            }
+            (MemberCode::Field { presence: Presence::Optional | Presence::OptionalNullable, .. }, None) => {}
+            (member, None) => return Err(ProtocolError::schema(Rule::MissingField).at(member.key())),
+        }
+    }
+    Ok(Value::Object(object))
+}
+
+/// A value of a type that holds no other: a string, a number, a boolean, `null`, an opaque
+/// payload.
+#[inline(never)]
+fn decode_leaf(leaf: Leaf, reader: &mut Reader<'_>) -> Result<Value, ProtocolError> {
+    Ok(match leaf {
+        Leaf::String => Value::String(reader.read_text()?.to_owned()),
+        Leaf::Integer => {
+            let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
+            if value.fract() != 0.0 {
+                return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
+            }
+            number_value(value)
+        }
+        Leaf::Number => number_value(reader.read_number()?),
+        Leaf::Boolean => Value::Bool(reader.read_bool()?),
+        Leaf::Null => reader.read_null().map(|()| Value::Null)?,
+        Leaf::Payload => Payload::decode(reader)?.to_value(),
+    })
 }
 
 /// Records that the literal member `key` was seen with `value`: a second time is a duplicate

@@ -48,6 +48,19 @@ pub(super) enum TypeCode {
 pub(super) enum Ty {
     /// A named type, by index.
     Named(usize),
+    /// A type that holds no other.
+    Leaf(Leaf),
+    /// `Vec<T>`.
+    Array(Box<Ty>),
+    /// `Record<T>`.
+    Record(Box<Ty>),
+    /// `Option<T>`: `null` or a `T`.
+    Nullable(Box<Ty>),
+}
+
+/// A type that holds no other.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Leaf {
     /// `String`.
     String,
     /// `Integer`.
@@ -60,12 +73,6 @@ pub(super) enum Ty {
     Null,
     /// `Payload`.
     Payload,
-    /// `Vec<T>`.
-    Array(Box<Ty>),
-    /// `Record<T>`.
-    Record(Box<Ty>),
-    /// `Option<T>`: `null` or a `T`.
-    Nullable(Box<Ty>),
 }
 
 /// An object with fixed keys.
@@ -269,11 +276,11 @@ impl Program {
     pub fn ty_types(&self, ty: &Ty) -> JsonTypes {
         match ty {
             Ty::Named(i) => self.json_types[*i],
-            Ty::String => JsonTypes::STRING,
-            Ty::Integer | Ty::Number => JsonTypes::NUMBER,
-            Ty::Boolean => JsonTypes::BOOLEAN,
-            Ty::Null => JsonTypes::NULL,
-            Ty::Payload => JsonTypes::ANY,
+            Ty::Leaf(Leaf::String) => JsonTypes::STRING,
+            Ty::Leaf(Leaf::Integer | Leaf::Number) => JsonTypes::NUMBER,
+            Ty::Leaf(Leaf::Boolean) => JsonTypes::BOOLEAN,
+            Ty::Leaf(Leaf::Null) => JsonTypes::NULL,
+            Ty::Leaf(Leaf::Payload) => JsonTypes::ANY,
             Ty::Array(_) => JsonTypes::ARRAY,
             Ty::Record(_) => JsonTypes::OBJECT,
             Ty::Nullable(inner) => self.ty_types(inner).union(JsonTypes::NULL),
@@ -516,12 +523,12 @@ impl Compiler<'_> {
                 Some(&i) => Ty::Named(i),
                 None => return Err(GenError::schema(self.pointer.clone(), format!("no type named {name}"))),
             },
-            TypeExpr::String => Ty::String,
-            TypeExpr::Integer => Ty::Integer,
-            TypeExpr::Number => Ty::Number,
-            TypeExpr::Boolean => Ty::Boolean,
-            TypeExpr::Null => Ty::Null,
-            TypeExpr::Payload => Ty::Payload,
+            TypeExpr::String => Ty::Leaf(Leaf::String),
+            TypeExpr::Integer => Ty::Leaf(Leaf::Integer),
+            TypeExpr::Number => Ty::Leaf(Leaf::Number),
+            TypeExpr::Boolean => Ty::Leaf(Leaf::Boolean),
+            TypeExpr::Null => Ty::Leaf(Leaf::Null),
+            TypeExpr::Payload => Ty::Leaf(Leaf::Payload),
             TypeExpr::Array(inner) => Ty::Array(Box::new(self.ty(&inner.ty)?)),
             TypeExpr::Record(record) => Ty::Record(Box::new(self.ty(&record.values.ty)?)),
             TypeExpr::Nullable(inner) => Ty::Nullable(Box::new(self.ty(&inner.ty)?)),

@@ -162,6 +162,14 @@ impl<'m> Sampler<'m> {
     }
 
     fn union(&mut self, u: &Union, depth: u32) -> Value {
+        if self.chance(self.invalid_rate) {
+            // A value of no variant, or of a type the union has but not one of its values.
+            return match self.below(3) {
+                0 => Value::String(STRINGS[self.below(STRINGS.len())].to_owned()),
+                1 => json!(INTEGERS[self.below(INTEGERS.len())]),
+                _ => Value::Bool(self.chance(500)),
+            };
+        }
         let variant = &u.variants[self.below(u.variants.len())];
         match &variant.kind {
             VariantKind::Literal(value) => value.to_json(),
