@@ -28,7 +28,10 @@
 //! - **Key-set enum** `#[codec(key_set)] enum E { A(A), B(B) }`: the set of keys in the map
 //!   picks the variant (`KeySet::matches_keys`); no match is a `NoVariant` error.
 //!
-//! Both enum kinds get `From<T>` for every variant type that no other variant shares.
+//! Both enum kinds may also hold variants that are not maps (`V(String)`, `V(Vec<T>)`, unit
+//! variants `#[codec(value = "idle")] Idle`): an item that is not a map goes to them by its JSON
+//! type. Newtypes and enums implement `KeySet` matching no map for that purpose. Both enum
+//! kinds get `From<T>` for every variant type that no other variant shares.
 //!
 //! # Field attributes
 //!
@@ -116,6 +119,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(encode::newtype(&cont, newtype));
             out.extend(validate::newtype(&cont, newtype));
             out.extend(dispatch::newtype_tagged(&cont));
+            out.extend(dispatch::no_key_set(&cont));
             out.extend(newtype::api(&cont, newtype));
             out
         }
@@ -132,6 +136,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(encode::union(&cont, union));
             out.extend(validate::union(&cont, union));
             out.extend(dispatch::enum_tagged(&cont, union));
+            out.extend(dispatch::no_key_set(&cont));
             out.extend(dispatch::enum_from(&cont, union));
             out
         }

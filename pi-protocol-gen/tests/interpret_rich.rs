@@ -317,3 +317,39 @@ fn recursion_to_the_deepest_configurable_depth_decodes_alike() {
         }),
     );
 }
+
+/// Unions told apart by tag or key set may hold other values than maps (JSON Schema puts no
+/// limit there): literals and values of other JSON types go to their variants by type. The
+/// generated code once did not compile for them (`Shape`: a key set with an enumeration and a
+/// constrained integer; `Signal`: a tag with a literal and an array).
+#[test]
+fn unions_of_maps_hold_other_values_too() {
+    let event = |field: &str, value: Value| serde_json::json!({"kind": "event", "place": null, field: value});
+    let cases = [
+        ("shape", serde_json::json!({"x": 1, "y": 2}), None),
+        ("shape", serde_json::json!({"name": "ab"}), None),
+        ("shape", serde_json::json!({"x": 1}), Some(("shape", "NoVariant"))),
+        ("shape", serde_json::json!("green"), None),
+        ("shape", serde_json::json!("purple"), Some(("shape", "NotInEnum"))),
+        ("shape", serde_json::json!(4), None),
+        ("shape", serde_json::json!(-4), Some(("shape", "Minimum { min: 0 }"))),
+        ("shape", serde_json::json!([]), Some(("shape", "NoVariant"))),
+        ("signal", serde_json::json!({"sig": "on", "level": 2}), None),
+        ("signal", serde_json::json!({"level": 2, "sig": "off"}), Some(("signal", "UnknownField"))),
+        ("signal", serde_json::json!({"sig": "dim"}), Some(("signal.sig", "Literal"))),
+        ("signal", serde_json::json!("idle"), None),
+        ("signal", serde_json::json!("busy"), Some(("signal", "NotInEnum"))),
+        ("signal", serde_json::json!([1, 2]), None),
+        ("signal", serde_json::json!(7), Some(("signal", "NoVariant"))),
+    ];
+    for (field, value, expected) in cases {
+        let message = event(field, value.clone());
+        let cbor = Payload::from_value(&message).expect("JSON");
+        let typed = pi_protocol_runtime::decode_message::<rich::ServerMessage>(cbor.as_cbor(), CborLimits::default());
+        let ours = interpreter().decode(Side::Server, cbor.as_cbor(), CborLimits::default());
+        let describe = |r: Result<(), ProtocolError>| r.err().map(|e| (e.path_string(), format!("{:?}", e.rule())));
+        let expected = expected.map(|(path, rule)| (path.to_owned(), rule.to_owned()));
+        assert_eq!(describe(typed.map(drop)), expected, "generated, {field} = {value}");
+        assert_eq!(describe(ours.map(drop)), expected, "interpreter, {field} = {value}");
+    }
+}
