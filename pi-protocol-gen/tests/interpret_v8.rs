@@ -18,7 +18,6 @@ use pi_protocol_gen::model::Side;
 use pi_protocol_runtime::wire_json::wire_cbor;
 use pi_protocol_runtime::{CborLimits, CodecOptions, ProtocolError};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use serde_json::{json, Value};
 use support::{
     difference, frame, interpreted, interpreted_stream, mutate, mutation, payloads_of, recorded_streams, typed,
@@ -347,11 +346,7 @@ fn accepted_payloads() -> &'static [(Side, Vec<u8>)] {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 3_000,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(support::config(3_000))]
 
     /// Mutated frames (and two frames in a row, the second mutated) decode to the same verdicts,
     /// whole streams compared: messages, errors, offsets.

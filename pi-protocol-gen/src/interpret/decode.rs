@@ -16,9 +16,8 @@
 //! a map, which the reader refuses beyond its depth limit, and a type never holds itself
 //! without one in between (checked when the program is compiled).
 
-use pi_protocol_runtime::payload::number_value;
 use pi_protocol_runtime::{
-    key_equals, Decode, JsonTypes, LiteralEntry, Payload, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
+    key_equals, JsonTypes, LiteralEntry, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
 };
 use serde_json::{Map, Value};
 
@@ -26,9 +25,29 @@ use crate::model::LiteralValue;
 
 use super::checks::{check, check_text};
 use super::program::{
-    literal_json, literal_matches, CheckTree, DispatchCode, Leaf, MemberCode, Presence, Program, StructCode,
-    TextChecks, Ty, TypeCode, UnionCode, VariantCode,
+    literal_json, literal_matches, CheckTree, DispatchCode, MemberCode, Presence, Program, StructCode, TextChecks, Ty,
+    TypeCode, UnionCode, VariantCode,
 };
+
+/// What decoding a value gives: the value as JSON, or the error.
+type Decoded = Result<Value, ProtocolError>;
+
+/// The rest of a map that an object or a union decodes (the derive's `decode_entries`
+/// arguments): `count` entries still at the reader's cursor, and the literal entries a union
+/// already read to choose its variant (`consumed`), checked by the object like entries on the
+/// wire.
+#[derive(Clone, Copy)]
+struct Rest<'c, 'de> {
+    count: usize,
+    consumed: &'c [LiteralEntry<'de>],
+}
+
+impl Rest<'_, '_> {
+    /// A map just entered: `count` entries, none consumed.
+    fn entries(count: usize) -> Self {
+        Rest { count, consumed: &[] }
+    }
+}
 
 /// The most bytes reserved up front for the elements of one array or record (the runtime's
 /// bound for derived decoders): beyond it, the collection grows as elements arrive.
@@ -44,11 +63,11 @@ impl Program {
     /// The functions on the recursive path (this one, [`decode`](Self::decode), the entries of
     /// objects and unions) keep their frames small and leave everything else to functions kept
     /// out of line: a value nested 512 levels deep costs about a kilobyte of stack per level.
-    pub(super) fn decode_type<'de>(&self, index: usize, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+    pub(super) fn decode_type<'de>(&self, index: usize, reader: &mut Reader<'de>) -> Decoded {
         match &self.types[index] {
             TypeCode::Struct(code) => {
                 let count = reader.enter_map()?;
-                self.struct_entries(code, reader, count, &[])
+                self.struct_entries(code, reader, Rest::entries(count))
             }
             TypeCode::Union(code) => self.decode_union(code, reader),
             TypeCode::Newtype { value, checks } => {
@@ -60,7 +79,7 @@ impl Program {
     }
 
     /// Decodes one item of type `ty`.
-    fn decode<'de>(&self, ty: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+    fn decode<'de>(&self, ty: &Ty, reader: &mut Reader<'de>) -> Decoded {
         match ty {
             Ty::Named(index) => self.decode_type(*index, reader),
             Ty::Nullable(inner) => {
@@ -72,12 +91,12 @@ impl Program {
             }
             Ty::Array(element) => self.decode_array(element, reader),
             Ty::Record(values) => self.decode_record(values, reader),
-            Ty::Leaf(leaf) => decode_leaf(*leaf, reader),
+            Ty::Leaf { decode, .. } => decode(reader),
         }
     }
 
     /// `decoded` once `checks` hold for it.
-    fn checked(&self, checks: Option<&CheckTree>, decoded: Value) -> Result<Value, ProtocolError> {
+    fn checked(&self, checks: Option<&CheckTree>, decoded: Value) -> Decoded {
         if let Some(tree) = checks {
             check(self, tree, &decoded)?;
         }
@@ -86,7 +105,7 @@ impl Program {
 
     /// A string newtype: the text, then its checks.
     #[inline(never)]
-    fn decode_text(&self, checks: &TextChecks, reader: &mut Reader<'_>) -> Result<Value, ProtocolError> {
+    fn decode_text(&self, checks: &TextChecks, reader: &mut Reader<'_>) -> Decoded {
         let text = reader.read_text()?;
         check_text(self, checks, text)?;
         Ok(Value::String(text.to_owned()))
@@ -94,7 +113,7 @@ impl Program {
 
     /// An array: every element, its index in the path of an error.
     #[inline(never)]
-    fn decode_array<'de>(&self, element: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+    fn decode_array<'de>(&self, element: &Ty, reader: &mut Reader<'de>) -> Decoded {
         let count = reader.enter_array()?;
         let mut items = Vec::with_capacity(initial_capacity::<Value>(count));
         for index in 0..count {
@@ -107,7 +126,7 @@ impl Program {
     /// A record: keys read as checked UTF-8, refused when repeated; values with their entry's
     /// position in the path of an error.
     #[inline(never)]
-    fn decode_record<'de>(&self, values: &Ty, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+    fn decode_record<'de>(&self, values: &Ty, reader: &mut Reader<'de>) -> Decoded {
         let count = reader.enter_map()?;
         let mut entries = Map::with_capacity(initial_capacity::<(String, Value)>(count));
         for index in 0..count {
@@ -130,17 +149,11 @@ impl Program {
     /// Decodes the rest of a map already entered as a `ty` (the derive's
     /// `Decode::decode_entries`): only objects and unions of them can; anything else refuses
     /// the map, as the trait's default does.
-    fn decode_entries<'de>(
-        &self,
-        ty: &Ty,
-        reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+    fn decode_entries<'de>(&self, ty: &Ty, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
         match ty {
             Ty::Named(index) => match &self.types[*index] {
-                TypeCode::Struct(code) => self.struct_entries(code, reader, count, consumed),
-                TypeCode::Union(code) => self.union_entries(code, reader, count, consumed),
+                TypeCode::Struct(code) => self.struct_entries(code, reader, rest),
+                TypeCode::Union(code) => self.union_entries(code, reader, rest),
                 TypeCode::Text(_) | TypeCode::Newtype { .. } => Err(ProtocolError::schema(Rule::NoVariant)),
             },
             _ => Err(ProtocolError::schema(Rule::NoVariant)),
@@ -148,13 +161,8 @@ impl Program {
     }
 
     /// The entries of an object: `consumed` holds the literal entries a union already read.
-    fn struct_entries<'de>(
-        &self,
-        code: &StructCode,
-        reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+    fn struct_entries<'de>(&self, code: &StructCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+        let Rest { count, consumed } = rest;
         // One slot per member: a literal's slot holds `Null` once seen, a field's its value.
         let mut slots: Vec<Option<Value>> = vec![None; code.members.len()];
         see_consumed(code, &mut slots, consumed)?;
@@ -185,17 +193,17 @@ impl Program {
     /// A union's `decode`: maps go to the map dispatch when the union tells maps apart; every
     /// other item to the literal variants of its type, then to the first variant whose type
     /// can hold it.
-    fn decode_union<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>) -> Result<Value, ProtocolError> {
+    fn decode_union<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>) -> Decoded {
         let map_dispatch = !matches!(code.dispatch, DispatchCode::ByType);
         // A union of maps only enters the map (and refuses anything else as a wrong type).
         if map_dispatch && !code.non_map {
             let count = reader.enter_map()?;
-            return self.union_entries(code, reader, count, &[]);
+            return self.union_entries(code, reader, Rest::entries(count));
         }
         let item = reader.peek_json_type();
         if map_dispatch && item == JsonTypes::OBJECT {
             let count = reader.enter_map()?;
-            return self.union_entries(code, reader, count, &[]);
+            return self.union_entries(code, reader, Rest::entries(count));
         }
         for (literal, types, json) in &code.units {
             if types.contains(item) {
@@ -217,33 +225,21 @@ impl Program {
     }
 
     /// A variant decoding the rest of a map.
-    fn variant_entries<'de>(
-        &self,
-        variant: &VariantCode,
-        reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
-        let decoded = self.decode_entries(&variant.value, reader, count, consumed)?;
+    fn variant_entries<'de>(&self, variant: &VariantCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+        let decoded = self.decode_entries(&variant.value, reader, rest)?;
         self.checked(variant.checks.as_deref(), decoded)
     }
 
     /// A union's `decode_entries`: the variant picked by the dispatch decodes the rest of the map.
-    fn union_entries<'de>(
-        &self,
-        code: &UnionCode,
-        reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+    fn union_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
         match &code.dispatch {
-            DispatchCode::Tag(tag) => self.tagged_entries(code, tag, reader, count, consumed),
-            DispatchCode::Tags(tags) => self.multi_tagged_entries(code, tags, reader, count, consumed),
-            DispatchCode::KeySet => self.key_set_entries(code, reader, count, consumed),
+            DispatchCode::Tag(tag) => self.tagged_entries(code, tag, reader, rest),
+            DispatchCode::Tags(tags) => self.multi_tagged_entries(code, tags, reader, rest),
+            DispatchCode::KeySet => self.key_set_entries(code, reader, rest),
             DispatchCode::ByType => {
                 for variant in &code.wrapped {
                     if self.ty_types(&variant.value).contains(JsonTypes::OBJECT) {
-                        return self.variant_entries(variant, reader, count, consumed);
+                        return self.variant_entries(variant, reader, rest);
                     }
                 }
                 Err(ProtocolError::schema(Rule::NoVariant))
@@ -259,9 +255,9 @@ impl Program {
         code: &UnionCode,
         tag: &'static str,
         reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+        rest: Rest<'_, 'de>,
+    ) -> Decoded {
+        let Rest { count, consumed } = rest;
         let mut held: [LiteralEntry<'de>; MAX_CONSUMED_ENTRIES] = [(b"", Scalar::Null); MAX_CONSUMED_ENTRIES];
         let tag_bytes: &'static [u8] = tag.as_bytes();
         let (value, consumed, count) = match consumed.iter().find(|entry| key_equals(entry.0, tag_bytes)) {
@@ -280,7 +276,7 @@ impl Program {
         };
         for variant in &code.wrapped {
             if self.accepts(&variant.value, tag, &value) {
-                return self.variant_entries(variant, reader, count, consumed);
+                return self.variant_entries(variant, reader, Rest { count, consumed });
             }
         }
         Err(ProtocolError::schema(Rule::Literal).at(tag))
@@ -294,9 +290,9 @@ impl Program {
         code: &UnionCode,
         tags: &[&'static str],
         reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+        rest: Rest<'_, 'de>,
+    ) -> Decoded {
+        let Rest { count, consumed } = rest;
         let mut values: Vec<(&str, Option<Scalar<'de>>)> = Vec::with_capacity(tags.len());
         for &tag in tags {
             let value = match consumed.iter().find(|entry| key_equals(entry.0, tag.as_bytes())) {
@@ -307,7 +303,7 @@ impl Program {
         }
         for variant in &code.wrapped {
             if self.accepts_all(&variant.value, &values) {
-                return self.variant_entries(variant, reader, count, consumed);
+                return self.variant_entries(variant, reader, rest);
             }
         }
         for (i, &tag) in tags.iter().enumerate() {
@@ -322,13 +318,8 @@ impl Program {
     /// Key sets: when the entry count fits one variant's range alone, that variant is tried
     /// first; otherwise (or when it fails) the keys are peeked and the first variant whose key
     /// set they fit decodes the map.
-    fn key_set_entries<'de>(
-        &self,
-        code: &UnionCode,
-        reader: &mut Reader<'de>,
-        count: usize,
-        consumed: &[LiteralEntry<'de>],
-    ) -> Result<Value, ProtocolError> {
+    fn key_set_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+        let Rest { count, consumed } = rest;
         let total = count + consumed.len();
         let fits: Vec<bool> = code
             .wrapped
@@ -339,7 +330,7 @@ impl Program {
             let saved = reader.clone();
             for (variant, fit) in code.wrapped.iter().zip(&fits) {
                 if *fit {
-                    if let Ok(value) = self.variant_entries(variant, reader, count, consumed) {
+                    if let Ok(value) = self.variant_entries(variant, reader, rest) {
                         return Ok(value);
                     }
                 }
@@ -365,7 +356,7 @@ impl Program {
                     && s.required.iter().all(|r| keys.contains(&r.as_bytes()))
             });
             if fits {
-                return self.variant_entries(variant, reader, count, consumed);
+                return self.variant_entries(variant, reader, rest);
             }
         }
         Err(ProtocolError::schema(Rule::NoVariant))
@@ -417,7 +408,7 @@ fn read_literal(
 /// The object of the slots read, in canonical order, once every required key is known to be
 /// there (a missing one is reported at its key, the first in canonical order).
 #[inline(never)]
-fn finish_struct(code: &StructCode, slots: Vec<Option<Value>>) -> Result<Value, ProtocolError> {
+fn finish_struct(code: &StructCode, slots: Vec<Option<Value>>) -> Decoded {
     let mut object = Map::with_capacity(code.members.len());
     for (member, slot) in code.members.iter().zip(slots) {
         match (member, slot) {
@@ -432,26 +423,6 @@ fn finish_struct(code: &StructCode, slots: Vec<Option<Value>>) -> Result<Value, 
         }
     }
     Ok(Value::Object(object))
-}
-
-/// A value of a type that holds no other: a string, a number, a boolean, `null`, an opaque
-/// payload.
-#[inline(never)]
-fn decode_leaf(leaf: Leaf, reader: &mut Reader<'_>) -> Result<Value, ProtocolError> {
-    Ok(match leaf {
-        Leaf::String => Value::String(reader.read_text()?.to_owned()),
-        Leaf::Integer => {
-            let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
-            if value.fract() != 0.0 {
-                return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
-            }
-            number_value(value)
-        }
-        Leaf::Number => number_value(reader.read_number()?),
-        Leaf::Boolean => Value::Bool(reader.read_bool()?),
-        Leaf::Null => reader.read_null().map(|()| Value::Null)?,
-        Leaf::Payload => Payload::decode(reader)?.to_value(),
-    })
 }
 
 /// Records that the literal member `key` was seen with `value`: a second time is a duplicate
@@ -470,6 +441,53 @@ fn see_literal(
         return Err(ProtocolError::schema(Rule::Literal).at(key));
     }
     Ok(())
+}
+
+/// The decoders of the types that hold no other, as the runtime's `Decode` impls of `String`,
+/// `Integer`, `Number`, `bool`, `Null` and `Payload` read them.
+pub(super) mod leaf {
+    use pi_protocol_runtime::payload::number_value;
+    use pi_protocol_runtime::{Decode, Payload, ProtocolError, Reader, Rule};
+    use serde_json::Value;
+
+    use super::{retype, Decoded};
+
+    /// A leaf type's decoder.
+    pub(in crate::interpret) type Leaf = fn(&mut Reader<'_>) -> Decoded;
+
+    /// A text string.
+    pub(in crate::interpret) fn string(reader: &mut Reader<'_>) -> Decoded {
+        Ok(Value::String(reader.read_text()?.to_owned()))
+    }
+
+    /// A number that is an integer (an integral float64 too), within +-(2^53 - 1).
+    pub(in crate::interpret) fn integer(reader: &mut Reader<'_>) -> Decoded {
+        let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
+        if value.fract() != 0.0 {
+            return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
+        }
+        Ok(number_value(value))
+    }
+
+    /// Any number.
+    pub(in crate::interpret) fn number(reader: &mut Reader<'_>) -> Decoded {
+        Ok(number_value(reader.read_number()?))
+    }
+
+    /// `true` or `false`.
+    pub(in crate::interpret) fn boolean(reader: &mut Reader<'_>) -> Decoded {
+        Ok(Value::Bool(reader.read_bool()?))
+    }
+
+    /// `null`.
+    pub(in crate::interpret) fn null(reader: &mut Reader<'_>) -> Decoded {
+        reader.read_null().map(|()| Value::Null)
+    }
+
+    /// Any strict JSON value, in its wire key order.
+    pub(in crate::interpret) fn payload(reader: &mut Reader<'_>) -> Decoded {
+        Ok(Payload::decode(reader)?.to_value())
+    }
 }
 
 /// A wrong type reported as `expected` (the reader names the JSON type it was asked for).

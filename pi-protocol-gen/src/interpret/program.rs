@@ -15,6 +15,7 @@ use pi_protocol_runtime::{JsonTypes, Scalar};
 use crate::error::{GenError, Result};
 use crate::model::{Checks, Dispatch, LiteralValue, Member, Model, Shape, TypeExpr, TypeKind, VariantKind};
 
+use super::decode::leaf::{self, Leaf};
 use super::intern::intern;
 
 /// A model compiled for decoding.
@@ -48,31 +49,15 @@ pub(super) enum TypeCode {
 pub(super) enum Ty {
     /// A named type, by index.
     Named(usize),
-    /// A type that holds no other.
-    Leaf(Leaf),
+    /// A type that holds no other (a string, a number, a boolean, `null`, an opaque payload):
+    /// the JSON types it decodes from, and its decoder.
+    Leaf { types: JsonTypes, decode: Leaf },
     /// `Vec<T>`.
     Array(Box<Ty>),
     /// `Record<T>`.
     Record(Box<Ty>),
     /// `Option<T>`: `null` or a `T`.
     Nullable(Box<Ty>),
-}
-
-/// A type that holds no other.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Leaf {
-    /// `String`.
-    String,
-    /// `Integer`.
-    Integer,
-    /// `Number`.
-    Number,
-    /// `bool`.
-    Boolean,
-    /// `Null`.
-    Null,
-    /// `Payload`.
-    Payload,
 }
 
 /// An object with fixed keys.
@@ -276,11 +261,7 @@ impl Program {
     pub fn ty_types(&self, ty: &Ty) -> JsonTypes {
         match ty {
             Ty::Named(i) => self.json_types[*i],
-            Ty::Leaf(Leaf::String) => JsonTypes::STRING,
-            Ty::Leaf(Leaf::Integer | Leaf::Number) => JsonTypes::NUMBER,
-            Ty::Leaf(Leaf::Boolean) => JsonTypes::BOOLEAN,
-            Ty::Leaf(Leaf::Null) => JsonTypes::NULL,
-            Ty::Leaf(Leaf::Payload) => JsonTypes::ANY,
+            Ty::Leaf { types, .. } => *types,
             Ty::Array(_) => JsonTypes::ARRAY,
             Ty::Record(_) => JsonTypes::OBJECT,
             Ty::Nullable(inner) => self.ty_types(inner).union(JsonTypes::NULL),
@@ -523,12 +504,12 @@ impl Compiler<'_> {
                 Some(&i) => Ty::Named(i),
                 None => return Err(GenError::schema(self.pointer.clone(), format!("no type named {name}"))),
             },
-            TypeExpr::String => Ty::Leaf(Leaf::String),
-            TypeExpr::Integer => Ty::Leaf(Leaf::Integer),
-            TypeExpr::Number => Ty::Leaf(Leaf::Number),
-            TypeExpr::Boolean => Ty::Leaf(Leaf::Boolean),
-            TypeExpr::Null => Ty::Leaf(Leaf::Null),
-            TypeExpr::Payload => Ty::Leaf(Leaf::Payload),
+            TypeExpr::String => Ty::Leaf { types: JsonTypes::STRING, decode: leaf::string },
+            TypeExpr::Integer => Ty::Leaf { types: JsonTypes::NUMBER, decode: leaf::integer },
+            TypeExpr::Number => Ty::Leaf { types: JsonTypes::NUMBER, decode: leaf::number },
+            TypeExpr::Boolean => Ty::Leaf { types: JsonTypes::BOOLEAN, decode: leaf::boolean },
+            TypeExpr::Null => Ty::Leaf { types: JsonTypes::NULL, decode: leaf::null },
+            TypeExpr::Payload => Ty::Leaf { types: JsonTypes::ANY, decode: leaf::payload },
             TypeExpr::Array(inner) => Ty::Array(Box::new(self.ty(&inner.ty)?)),
             TypeExpr::Record(record) => Ty::Record(Box::new(self.ty(&record.values.ty)?)),
             TypeExpr::Nullable(inner) => Ty::Nullable(Box::new(self.ty(&inner.ty)?)),

@@ -15,6 +15,7 @@ use pi_protocol_runtime::{
     decode_message, CborLimits, CodecOptions, Decode, Encode, FrameDecoder, MessageDecoder, ProtocolError,
 };
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use serde_json::Value;
 
 /// A path in the repository.
@@ -235,6 +236,15 @@ pub fn mutate(bytes: &[u8], mutations: &[Mutation]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The property tests' configuration: `cases` cases, failures saved beside the test's source.
+pub fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    }
 }
 
 /// The first difference between two verdict lists, if any.
