@@ -206,11 +206,68 @@ impl Interpreter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    fn interpreter(defs: Value) -> Result<Interpreter> {
+        Interpreter::new(&Model::from_value(&json!({ "$defs": defs }))?)
+    }
 
     #[test]
     fn an_interpreter_can_be_shared_between_threads() {
         assert_send_sync::<Interpreter>();
+    }
+
+    #[test]
+    fn a_side_without_a_message_type_accepts_nothing() {
+        let only_client = interpreter(json!({ "ClientMessage": {
+            "type": "object", "properties": { "a": { "type": "string" } }, "additionalProperties": false
+        } }))
+        .unwrap();
+        assert!(only_client.message_type(Side::Server).is_none());
+        let limits = CborLimits::default();
+        assert_eq!(only_client.decode(Side::Client, &[0xa0], limits).unwrap(), json!({}));
+        assert_eq!(only_client.decode(Side::Server, &[0xa0], limits).unwrap_err().rule(), Rule::NoVariant);
+        // CBOR errors first, as always.
+        assert_eq!(only_client.decode(Side::Server, &[0xa0, 0x00], limits).unwrap_err().rule(), Rule::TrailingData);
+    }
+
+    #[test]
+    fn types_are_found_by_rust_name_and_by_definition_key() {
+        let interpreter = interpreter(json!({
+            "id": { "x-rust-name": "RequestId", "type": "string", "minLength": 1 },
+            "Count": { "type": "integer", "minimum": 0 }
+        }))
+        .unwrap();
+        let id = interpreter.type_named("id").expect("by $defs key");
+        assert_eq!(interpreter.type_named("RequestId"), Some(id));
+        assert_eq!(interpreter.type_name(id), "RequestId");
+        let limits = CborLimits::default();
+        assert_eq!(interpreter.decode_type(id, &[0x61, b'7'], limits).unwrap(), json!("7"));
+        assert_eq!(interpreter.decode_type(id, &[0x60], limits).unwrap_err().rule(), Rule::MinLength { min: 1 });
+        let count = interpreter.type_named("Count").expect("a newtype");
+        assert_eq!(
+            interpreter.decode_type(count, &[0x20], limits).unwrap_err().to_string(),
+            "invalid message: number below the minimum of 0"
+        );
+        // A handle of another interpreter names nothing here.
+        assert_eq!(interpreter.decode_type(TypeHandle(99), &[0x07], limits).unwrap_err().rule(), Rule::NoVariant);
+        assert_eq!(interpreter.type_name(TypeHandle(99)), "");
+    }
+
+    #[test]
+    fn a_type_holding_itself_without_a_container_is_refused() {
+        let error =
+            interpreter(json!({ "Loop": { "anyOf": [{ "$ref": "#/$defs/Loop" }, { "type": "null" }] } })).unwrap_err();
+        assert_eq!(error.path(), Some("#/$defs/Loop"));
+        assert!(error.to_string().contains("holds itself"), "{error}");
+        // Through an array it is a tree, and fine.
+        let tree = interpreter(json!({ "Tree": { "type": "array", "items": { "$ref": "#/$defs/Tree" } } })).unwrap();
+        let tree_type = tree.type_named("Tree").unwrap();
+        assert_eq!(
+            tree.decode_type(tree_type, &[0x82, 0x80, 0x81, 0x80], CborLimits::default()).unwrap(),
+            json!([[], [[]]])
+        );
     }
 }

@@ -53,10 +53,6 @@ impl Rest<'_, '_> {
 /// bound for derived decoders): beyond it, the collection grows as elements arrive.
 const INITIAL_ITEMS_BYTES: usize = pi_protocol_runtime::INITIAL_ITEMS_BYTES;
 
-/// Maps of up to this many entries look for duplicate keys by comparing each key with the
-/// earlier ones; larger maps use the index of the JSON object (the same verdicts).
-const LINEAR_DUPLICATE_SCAN: usize = 16;
-
 impl Program {
     /// Decodes one item of named type `index` (the derive's `Decode::decode`).
     ///
@@ -131,12 +127,7 @@ impl Program {
         let mut entries = Map::with_capacity(initial_capacity::<(String, Value)>(count));
         for index in 0..count {
             let key = reader.read_key()?;
-            let duplicate = if count <= LINEAR_DUPLICATE_SCAN {
-                entries.keys().any(|k| k == key)
-            } else {
-                entries.contains_key(key)
-            };
-            if duplicate {
+            if entries.contains_key(key) {
                 return Err(ProtocolError::cbor(Rule::DuplicateKey));
             }
             let value = self.decode(values, reader).map_err(|e| e.at_entry(index as u64))?;
