@@ -213,11 +213,20 @@ struct Converter<'r, 'a> {
     by_pointer: HashMap<String, usize>,
     by_canonical: HashMap<String, usize>,
     names: HashSet<String>,
+    /// The targets of the references being followed in place, innermost last.
+    expanding: Vec<String>,
 }
 
 impl<'r, 'a> Converter<'r, 'a> {
     fn new(refs: &'r References<'a>) -> Self {
-        Converter { refs, types: Vec::new(), by_pointer: HashMap::new(), by_canonical: HashMap::new(), names: HashSet::new() }
+        Converter {
+            refs,
+            types: Vec::new(),
+            by_pointer: HashMap::new(),
+            by_canonical: HashMap::new(),
+            names: HashSet::new(),
+            expanding: Vec::new(),
+        }
     }
 
     /// Registers a root definition under its name (`x-rust-name` or the key). An alias (a
@@ -365,7 +374,16 @@ impl<'r, 'a> Converter<'r, 'a> {
                 Some(key) => Hint { short: key.clone(), long: key },
                 None => hint.clone(),
             };
-            return self.shape(&target, &hint, Location::Other);
+            // A schema reached again through its own references (an array or record written in
+            // place that holds itself) becomes a named type: the recursion goes through a name.
+            if self.expanding.iter().any(|pointer| pointer == target.path()) {
+                let index = self.named(target, &hint, false)?;
+                return Ok(self.reference(index));
+            }
+            self.expanding.push(target.path().to_string());
+            let shape = self.shape(&target, &hint, Location::Other);
+            self.expanding.pop();
+            return shape;
         }
         if node.is_unconstrained() {
             node.allow(&[], location, "an opaque value")?;
@@ -903,15 +921,23 @@ impl<'r, 'a> Converter<'r, 'a> {
         self.types.iter().position(|t| t.rust_name == rust_name).expect("named types exist")
     }
 
-    /// The JSON types a value of `shape` can have; `stack` guards against unions containing
-    /// themselves.
+    /// The JSON types a value of `shape` can have; `stack` guards against unions and newtypes
+    /// containing themselves (through nullable values, which hold no object or array).
     fn shape_types(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<u8> {
         Ok(match &shape.ty {
             TypeExpr::Named { name, .. } => {
                 let index = self.index_of(name);
                 match &self.types[index].kind {
                     Some(PendingKind::Struct(_)) => json_type::OBJECT,
-                    Some(PendingKind::Newtype(inner)) => self.shape_types(inner, stack)?,
+                    Some(PendingKind::Newtype(inner)) => {
+                        if stack.contains(&index) {
+                            return Err(GenError::schema(self.types[index].node.path(), "the type contains itself"));
+                        }
+                        stack.push(index);
+                        let types = self.shape_types(inner, stack)?;
+                        stack.pop();
+                        types
+                    }
                     Some(PendingKind::Union(members, _)) => {
                         if stack.contains(&index) {
                             return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
@@ -1385,4 +1411,45 @@ fn required_keys<'v>(node: &Node<'v>, properties: &serde_json::Map<String, Value
         out.push(name);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A type holding itself through nullable values only, as the member of a union: an error
+    /// naming the type, not an endless recursion while the union's members are typed.
+    #[test]
+    fn a_type_holding_itself_in_a_union_member_is_an_error() {
+        let schema = json!({ "$defs": {
+            "A": { "anyOf": [{ "$ref": "#/$defs/A" }, { "type": "null" }] },
+            "W": { "anyOf": [{ "$ref": "#/$defs/A" }, { "type": "string" }] }
+        } });
+        let error = super::convert(&schema).unwrap_err();
+        assert_eq!(error.path(), Some("#/$defs/A"));
+        assert!(error.to_string().contains("contains itself"), "{error}");
+    }
+
+    /// An array written in place that holds itself through its `$id` (a list of lists of ...):
+    /// a named type the recursion goes through, not an endless expansion.
+    #[test]
+    fn an_array_holding_itself_in_place_becomes_a_named_type() {
+        let schema = json!({ "$defs": { "M": {
+            "type": "object",
+            "properties": { "a": { "$id": "X", "type": "array", "items": { "$ref": "X" } } },
+            "required": ["a"],
+            "additionalProperties": false
+        } } });
+        let model = super::convert(&schema).expect("a valid schema");
+        let names: Vec<&str> = model.types.iter().map(|t| t.rust_name.as_str()).collect();
+        assert_eq!(names, ["M", "AItemItem"]);
+        let super::TypeKind::Newtype(lists) = &model.types[1].kind else { panic!("a newtype: {:?}", model.types[1]) };
+        assert_eq!(
+            lists.ty,
+            super::TypeExpr::Array(Box::new(super::Shape::plain(super::TypeExpr::Named {
+                name: "AItemItem".into(),
+                boxed: false
+            })))
+        );
+    }
 }
