@@ -17,6 +17,11 @@
 //! entries and opaque payloads in wire order, integral numbers as integers (`-0.0` stays a
 //! float).
 //!
+//! A stream is decoded as the generated types' `MessageDecoder` decodes it: frames cut by a
+//! [`FrameDecoder`](pi_protocol_runtime::FrameDecoder) (`push_with`), each payload given to
+//! [`Interpreter::decode`], an error given the frame's offset (`ProtocolError::with_offset`)
+//! and ending the stream.
+//!
 //! Error paths name schema keys as `&'static str`: each distinct key of the schemas a process
 //! loads is leaked once, process-wide, and shared by every interpreter (bounded by the schemas,
 //! never by the input).
@@ -30,7 +35,7 @@
 //! use pi_protocol_gen::interpret::Interpreter;
 //! use pi_protocol_gen::model::Side;
 //! use pi_protocol_gen::Model;
-//! use pi_protocol_runtime::{CborLimits, Rule};
+//! use pi_protocol_runtime::CborLimits;
 //!
 //! let schema = r#"{ "$defs": { "ClientMessage": {
 //!     "type": "object",
