@@ -2,8 +2,8 @@
 //! as a message (the derived `from_json` of the message enums), and encoding a message given as
 //! JSON with the reference's key order. Rendering a message as JSON is the derived `to_json`.
 
-use pi_protocol_runtime::json::to_javascript_key_order;
-use pi_protocol_runtime::{decode_message, encode_frame, CodecOptions, Payload, ProtocolError};
+use pi_protocol_runtime::json::encode_json_frame;
+use pi_protocol_runtime::{decode_message, CodecOptions, ProtocolError};
 use serde_json::Value;
 
 use crate::{ClientMessage, ServerMessage};
@@ -66,13 +66,5 @@ fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(
     value: &Value,
     options: &CodecOptions,
 ) -> Result<Vec<u8>, ProtocolError> {
-    // Bounded-depth validation first: `clone` and the key reordering recurse without a limit,
-    // so a value nested 100,000 deep would overflow the stack (tests/resource_bounds.rs).
-    Payload::from_value(value)?;
-    let mut ordered = value.clone();
-    to_javascript_key_order(&mut ordered);
-    let cbor = Payload::from_value(&ordered)?;
-    // Decoding the very bytes that will be sent validates the message, limits included.
-    decode_message::<T>(cbor.as_cbor(), options.limits())?;
-    encode_frame(cbor.as_cbor(), options.frame_limit())
+    encode_json_frame(value, options, |cbor, limits| decode_message::<T>(cbor, limits).map(drop))
 }

@@ -335,15 +335,9 @@ impl<'a> Container<'a> {
                 } else {
                     Dispatch::ByType
                 };
+                // Tags and key sets tell maps apart; every other item (unit variants included)
+                // goes to the variants of its JSON type, as in any enum.
                 let union = build_union(cx, data);
-                if !matches!(dispatch, Dispatch::ByType) {
-                    if let Some((variant, _)) = union.units().next() {
-                        cx.error_spanned_by(
-                            variant.ident,
-                            "an enum told apart by tags or key sets holds only map-shaped variants `V(T)`",
-                        );
-                    }
-                }
                 Some(Shape::Union(union_with(dispatch, union)))
             }
             Data::Union(data) => {

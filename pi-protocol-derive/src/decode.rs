@@ -466,7 +466,9 @@ fn key_set_entries(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     // it fails, the reader is restored and the peek decides (and reports) as always.
     let by_count = union.wrapped().map(|(_, ty)| {
         quote_spanned!(ty.span()=>
-            <#ty as #krate::KeySet>::REQUIRED.len() <= __total && __total <= <#ty as #krate::KeySet>::KEYS.len()
+            <#ty as #krate::KeySet>::MAP
+                && <#ty as #krate::KeySet>::REQUIRED.len() <= __total
+                && __total <= <#ty as #krate::KeySet>::KEYS.len()
         )
     });
     let trials = union.wrapped().enumerate().map(|(index, (variant, ty))| {

@@ -1,5 +1,5 @@
 //! Emission of what unions dispatch on: `Tagged` and `KeySet` for structs, `Tagged` for enums
-//! and newtypes, and `From<Variant>` for enums.
+//! and newtypes (and a `KeySet` matching no map), and `From<Variant>` for enums.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -61,6 +61,21 @@ pub fn struct_key_set(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
         impl #krate::KeySet for #ident {
             const KEYS: &'static [&'static str] = &[#(#keys),*];
             const REQUIRED: &'static [&'static str] = &[#(#required),*];
+        }
+    }
+}
+
+/// `impl KeySet` for a newtype or an enum: no map has its key set (a key-set union tells it
+/// apart by its JSON type).
+pub fn no_key_set(cont: &Container<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    quote! {
+        #[automatically_derived]
+        impl #krate::KeySet for #ident {
+            const KEYS: &'static [&'static str] = &[];
+            const REQUIRED: &'static [&'static str] = &[];
+            const MAP: bool = false;
         }
     }
 }

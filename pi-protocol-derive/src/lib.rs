@@ -33,8 +33,11 @@
 //!   - `key_set`: the set of keys in the map picks the variant (`KeySet::matches_keys`); no
 //!     match is a `NoVariant` error.
 //!
-//!   Enums implement `Tagged` themselves (any variant accepts), so they nest in other unions,
-//!   and get `From<T>` for every variant type no other variant shares.
+//!   An enum told apart by tags or key sets may also hold variants that are not maps
+//!   (`V(String)`, unit variants): an item that is not a map goes to them by its JSON type
+//!   (newtypes and enums implement `KeySet` matching no map for that purpose). Enums implement
+//!   `Tagged` themselves (any variant accepts), so they nest in other unions, and get `From<T>`
+//!   for every variant type no other variant shares.
 //!
 //! # Field attributes
 //!
@@ -134,6 +137,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(encode::newtype(&cont, newtype));
             out.extend(validate::newtype(&cont, newtype));
             out.extend(dispatch::newtype_tagged(&cont));
+            out.extend(dispatch::no_key_set(&cont));
             out.extend(newtype::api(&cont, newtype));
             out
         }
@@ -150,6 +154,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(encode::union(&cont, union));
             out.extend(validate::union(&cont, union));
             out.extend(dispatch::enum_tagged(&cont, union));
+            out.extend(dispatch::no_key_set(&cont));
             out.extend(dispatch::enum_from(&cont, union));
             out
         }

@@ -13,7 +13,10 @@
 //!    objects by one literal key (`tag`), by several literal keys together (`tags`), or by key
 //!    sets; anything else is an error that names the two members a decoder could not tell
 //!    apart;
-//! 4. references on cycles of direct containment (a recursive type) are boxed.
+//! 4. union members whose shape carries constraints become newtypes of their own (named after
+//!    the union and the variant), since constraints are checked by fields and newtypes, never
+//!    by a variant in place;
+//! 5. references on cycles of direct containment (a recursive type) are boxed.
 //!
 //! Every error names the schema location as a JSON pointer.
 
@@ -224,6 +227,8 @@ struct Converter<'r, 'a> {
     by_pointer: HashMap<String, usize>,
     by_canonical: HashMap<String, usize>,
     names: HashSet<String>,
+    /// The targets of the references being followed in place, innermost last.
+    expanding: Vec<String>,
 }
 
 impl<'r, 'a> Converter<'r, 'a> {
@@ -234,6 +239,7 @@ impl<'r, 'a> Converter<'r, 'a> {
             by_pointer: HashMap::new(),
             by_canonical: HashMap::new(),
             names: HashSet::new(),
+            expanding: Vec::new(),
         }
     }
 
@@ -393,7 +399,16 @@ impl<'r, 'a> Converter<'r, 'a> {
                 Some(key) => Hint { short: key.clone(), long: key },
                 None => hint.clone(),
             };
-            return self.shape(&target, &hint, Location::Other);
+            // A schema reached again through its own references (an array or record written in
+            // place that holds itself) becomes a named type: the recursion goes through a name.
+            if self.expanding.iter().any(|pointer| pointer == target.path()) {
+                let index = self.named(target, &hint, false)?;
+                return Ok(self.reference(index));
+            }
+            self.expanding.push(target.path().to_string());
+            let shape = self.shape(&target, &hint, Location::Other);
+            self.expanding.pop();
+            return shape;
         }
         if node.is_unconstrained() {
             node.allow(&[], location, "an opaque value")?;
@@ -527,6 +542,11 @@ impl<'r, 'a> Converter<'r, 'a> {
 
     /// An object with free keys: `additionalProperties` holding a schema, or one
     /// `patternProperties` pattern (with `additionalProperties` false or absent).
+    ///
+    /// The pattern constrains the keys only with `additionalProperties: false`; without it a key
+    /// outside the pattern is allowed (JSON Schema, and the reference's validator), and the model
+    /// checks every value against the pattern's schema, which JSON Schema asks only of the keys
+    /// the pattern matches (exact for TypeBox's records, `^.*$` of any JSON value).
     fn record(&mut self, node: &Node<'a>, hint: &Hint) -> Result<Record> {
         if let Some(Value::Object(props)) = node.get("properties") {
             if !props.is_empty() {
@@ -561,7 +581,11 @@ impl<'r, 'a> Converter<'r, 'a> {
                 let at = format!("{path}/{}", escape_pointer(pattern));
                 SchemaPattern::compile(pattern).map_err(|e| GenError::schema(at.clone(), e.to_string()))?;
                 let values = self.shape(&Node::new(schema, at)?, &value_hint, Location::Other)?;
-                Ok(Record { values, keys: Checks { pattern: Some(pattern.clone()), ..Checks::default() } })
+                let keys = match extra {
+                    Some(Value::Bool(false)) => Checks { pattern: Some(pattern.clone()), ..Checks::default() },
+                    _ => Checks::default(),
+                };
+                Ok(Record { values, keys })
             }
             (Some(_), _) => {
                 Err(GenError::schema(node.at("patternProperties"), "must be an object of pattern -> schema"))
@@ -972,15 +996,23 @@ impl<'r, 'a> Converter<'r, 'a> {
         self.types.iter().position(|t| t.rust_name == rust_name).expect("named types exist")
     }
 
-    /// The JSON types a value of `shape` can have; `stack` guards against unions containing
-    /// themselves.
+    /// The JSON types a value of `shape` can have; `stack` guards against unions and newtypes
+    /// containing themselves (through nullable values, which hold no object or array).
     fn shape_types(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<u8> {
         Ok(match &shape.ty {
             TypeExpr::Named { name, .. } => {
                 let index = self.index_of(name);
                 match &self.types[index].kind {
                     Some(PendingKind::Struct(_)) => json_type::OBJECT,
-                    Some(PendingKind::Newtype(inner)) => self.shape_types(inner, stack)?,
+                    Some(PendingKind::Newtype(inner)) => {
+                        if stack.contains(&index) {
+                            return Err(GenError::schema(self.types[index].node.path(), "the type contains itself"));
+                        }
+                        stack.push(index);
+                        let types = self.shape_types(inner, stack)?;
+                        stack.pop();
+                        types
+                    }
                     Some(PendingKind::Union(members, _)) => {
                         if stack.contains(&index) {
                             return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
@@ -1061,7 +1093,7 @@ impl<'r, 'a> Converter<'r, 'a> {
         }
     }
 
-    /// Boxes every reference that lies on a cycle of direct containment (pass 4).
+    /// Boxes every reference that lies on a cycle of direct containment (pass 5).
     fn box_cycles(&mut self) {
         let edges: Vec<Vec<usize>> = (0..self.types.len())
             .map(|i| {
@@ -1140,11 +1172,12 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 }
 
-/// Whether `shape` or a shape inside it (not behind a named type) has constraints.
+/// Whether a value of `shape` has constraints to check: its own, or those of what it holds in
+/// place (a nullable value, array elements, record keys and values; not a named type's).
 fn has_checks(shape: &Shape) -> bool {
     !shape.checks.is_empty()
         || match &shape.ty {
-            TypeExpr::Array(inner) | TypeExpr::Nullable(inner) => has_checks(inner),
+            TypeExpr::Nullable(inner) | TypeExpr::Array(inner) => has_checks(inner),
             TypeExpr::Record(record) => !record.keys.is_empty() || has_checks(&record.values),
             _ => false,
         }
@@ -1465,4 +1498,45 @@ fn required_keys<'v>(node: &Node<'v>, properties: &serde_json::Map<String, Value
         out.push(name);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A type holding itself through nullable values only, as the member of a union: an error
+    /// naming the type, not an endless recursion while the union's members are typed.
+    #[test]
+    fn a_type_holding_itself_in_a_union_member_is_an_error() {
+        let schema = json!({ "$defs": {
+            "A": { "anyOf": [{ "$ref": "#/$defs/A" }, { "type": "null" }] },
+            "W": { "anyOf": [{ "$ref": "#/$defs/A" }, { "type": "string" }] }
+        } });
+        let error = super::convert(&schema).unwrap_err();
+        assert_eq!(error.path(), Some("#/$defs/A"));
+        assert!(error.to_string().contains("contains itself"), "{error}");
+    }
+
+    /// An array written in place that holds itself through its `$id` (a list of lists of ...):
+    /// a named type the recursion goes through, not an endless expansion.
+    #[test]
+    fn an_array_holding_itself_in_place_becomes_a_named_type() {
+        let schema = json!({ "$defs": { "M": {
+            "type": "object",
+            "properties": { "a": { "$id": "X", "type": "array", "items": { "$ref": "X" } } },
+            "required": ["a"],
+            "additionalProperties": false
+        } } });
+        let model = super::convert(&schema).expect("a valid schema");
+        let names: Vec<&str> = model.types.iter().map(|t| t.rust_name.as_str()).collect();
+        assert_eq!(names, ["M", "AItemItem"]);
+        let super::TypeKind::Newtype(lists) = &model.types[1].kind else { panic!("a newtype: {:?}", model.types[1]) };
+        assert_eq!(
+            lists.ty,
+            super::TypeExpr::Array(Box::new(super::Shape::plain(super::TypeExpr::Named {
+                name: "AItemItem".into(),
+                boxed: false
+            })))
+        );
+    }
 }

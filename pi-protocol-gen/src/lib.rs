@@ -46,6 +46,7 @@ pub mod compat;
 mod convert;
 mod emit;
 mod error;
+pub mod interpret;
 pub mod model;
 pub mod sample;
 mod schema;
@@ -54,6 +55,7 @@ mod x_rust;
 pub use builder::Builder;
 pub use emit::{preamble, Options};
 pub use error::{GenError, Result};
+pub use interpret::Interpreter;
 pub use model::Model;
 pub use x_rust::LIMIT_NAMES;
 

@@ -149,11 +149,18 @@ pub trait Tagged {
 
 /// A map-shaped type described by its set of keys, which lets a key-set union (a target is a
 /// server target or a session target) pick it from the keys a map holds.
+///
+/// Every other type a union can hold implements it too, with [`MAP`](Self::MAP) `false`: a
+/// key-set union may also hold strings, numbers, arrays or enumerations, told apart from its
+/// maps (and from each other) by their JSON type, and those match no map.
 pub trait KeySet {
     /// Every key the type may hold, in schema order, literal keys included.
     const KEYS: &'static [&'static str];
     /// The keys the type must hold.
     const REQUIRED: &'static [&'static str];
+    /// Whether a map can be of this type (`true` for derived structs; `false` for every other
+    /// type, derived newtypes and enums included, whose `KEYS` are empty).
+    const MAP: bool = true;
 
     /// Whether a map holding exactly `keys` has the shape of this type: every key is known and
     /// every required key is present. Values are not looked at.
@@ -165,9 +172,32 @@ pub trait KeySet {
     /// [`matches_keys`](Self::matches_keys) for keys held as their UTF-8 bytes, as
     /// [`Reader::peek_map_keys_into`](crate::Reader::peek_map_keys_into) lists them.
     fn matches_key_bytes(keys: &[&[u8]]) -> bool {
-        keys.iter().all(|k| Self::KEYS.iter().any(|known| known.as_bytes() == *k))
+        Self::MAP
+            && keys.iter().all(|k| Self::KEYS.iter().any(|known| known.as_bytes() == *k))
             && Self::REQUIRED.iter().all(|r| keys.contains(&r.as_bytes()))
     }
+}
+
+/// `KeySet` for types that are never maps (see [`KeySet::MAP`]).
+macro_rules! no_key_set {
+    ($(impl$(<$param:ident>)? for $ty:ty;)*) => {$(
+        impl$(<$param>)? KeySet for $ty {
+            const KEYS: &'static [&'static str] = &[];
+            const REQUIRED: &'static [&'static str] = &[];
+            const MAP: bool = false;
+        }
+    )*};
+}
+
+no_key_set! {
+    impl for String;
+    impl for bool;
+    impl for crate::Integer;
+    impl for crate::Number;
+    impl for crate::Null;
+    impl for crate::Payload;
+    impl<T> for Vec<T>;
+    impl<T> for Option<T>;
 }
 
 /// Whether the map key `key` (raw bytes) is `expected`, a key of the schema.

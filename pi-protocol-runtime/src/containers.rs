@@ -135,6 +135,7 @@ impl<T: Tagged> Tagged for Box<T> {
 impl<T: KeySet> KeySet for Box<T> {
     const KEYS: &'static [&'static str] = T::KEYS;
     const REQUIRED: &'static [&'static str] = T::REQUIRED;
+    const MAP: bool = T::MAP;
 }
 
 #[cfg(test)]

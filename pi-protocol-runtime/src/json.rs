@@ -7,6 +7,12 @@
 
 use serde_json::{Map, Value};
 
+use crate::error::ProtocolError;
+use crate::frame::encode_frame;
+use crate::limits::CborLimits;
+use crate::message::CodecOptions;
+use crate::payload::Payload;
+
 /// Whether `key` is a canonical array index: `0` or a decimal without leading zero, at most
 /// 4,294,967,294.
 ///
@@ -53,4 +59,43 @@ pub fn to_javascript_key_order(value: &mut Value) {
         }
         _ => {}
     }
+}
+
+/// Encodes a message given as JSON exactly as the reference package encodes the same JSON text,
+/// as one frame: keys in JavaScript property order ([`to_javascript_key_order`]), the payload
+/// checked by `validate` (a decoder of the message type, given the very bytes that will be sent
+/// and the CBOR limits of `options`), then framed against `options`' frame limit (PROTOCOL.md
+/// sections 1 and 3).
+///
+/// This is what the facade's `encode_client_json` and the schema interpreter's
+/// `encode_json_frame` do, with their own decoders as `validate`.
+///
+/// ```
+/// use pi_protocol_runtime::json::encode_json_frame;
+/// use pi_protocol_runtime::{decode_cbor, CodecOptions, ProtocolError};
+/// let value = serde_json::json!({"b": 1, "2": true});
+/// let accept = |cbor: &[u8], limits| decode_cbor(cbor, limits).map(drop);
+/// let frame = encode_json_frame(&value, &CodecOptions::default(), accept)?;
+/// // Length 7, then {"2": true, "b": 1}: the array-index key first.
+/// assert_eq!(frame, [0, 0, 0, 7, 0xa2, 0x61, b'2', 0xf5, 0x61, b'b', 0x01]);
+/// # Ok::<(), ProtocolError>(())
+/// ```
+///
+/// # Errors
+/// `Encode` errors for JSON the protocol cannot carry (an integer beyond +-(2^53 - 1), nesting
+/// beyond 512 levels); whatever `validate` reports; `Frame`/`EncodedFrameTooLong` past the
+/// frame limit.
+pub fn encode_json_frame<F>(value: &Value, options: &CodecOptions, validate: F) -> Result<Vec<u8>, ProtocolError>
+where
+    F: FnOnce(&[u8], CborLimits) -> Result<(), ProtocolError>,
+{
+    // Bounded-depth validation first: `clone` and the key reordering recurse without a limit,
+    // so a value nested 100,000 deep would overflow the stack.
+    Payload::from_value(value)?;
+    let mut ordered = value.clone();
+    to_javascript_key_order(&mut ordered);
+    let cbor = Payload::from_value(&ordered)?;
+    // Decoding the very bytes that will be sent validates the message, limits included.
+    validate(cbor.as_cbor(), options.limits())?;
+    encode_frame(cbor.as_cbor(), options.frame_limit())
 }

@@ -46,8 +46,8 @@ pub use limits::{
     MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
 };
 pub use message::{
-    decode_message, decode_message_shared, encode_item, encode_message, encode_message_into, encode_message_vectored,
-    CodecOptions, MessageDecoder,
+    decode_message, decode_message_shared, decode_message_with, encode_item, encode_message, encode_message_into,
+    encode_message_vectored, CodecOptions, MessageDecoder,
 };
 pub use number::{Integer, Null, Number};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};

@@ -81,7 +81,33 @@ pub fn decode_message<T>(payload: &[u8], limits: CborLimits) -> Result<T, Protoc
 where
     T: for<'de> Decode<'de>,
 {
-    decode_with(Reader::new(payload, limits), payload, limits)
+    decode_with(Reader::new(payload, limits), payload, limits, T::decode)
+}
+
+/// Like [`decode_message`], with `decode` reading the item instead of a [`Decode`] type: for
+/// decoders that are values rather than types (the schema interpreter of `pi-protocol-gen`).
+///
+/// `decode` reads one item at the reader's position; the payload length check before it, the
+/// trailing data check after it and the rescan for the first CBOR-level error when it fails are
+/// exactly those of [`decode_message`], so a decoder that reads what a derived type reads
+/// reports what the derived type reports.
+///
+/// ```
+/// use pi_protocol_runtime::{decode_message_with, CborLimits, Rule};
+/// let text = decode_message_with(&[0x62, b'h', b'i'], CborLimits::default(), |r| r.read_text().map(str::to_owned));
+/// assert_eq!(text.unwrap(), "hi");
+/// // A wrong type is a schema error, unless the payload also breaks a CBOR rule (here: trailing data).
+/// let err = decode_message_with(&[0xf6, 0xf6], CborLimits::default(), |r| r.read_text().map(str::to_owned));
+/// assert_eq!(err.unwrap_err().rule(), Rule::TrailingData);
+/// ```
+///
+/// # Errors
+/// As [`decode_message`].
+pub fn decode_message_with<'de, T, F>(payload: &'de [u8], limits: CborLimits, decode: F) -> Result<T, ProtocolError>
+where
+    F: FnOnce(&mut Reader<'de>) -> Result<T, ProtocolError>,
+{
+    decode_with(Reader::new(payload, limits), payload, limits, decode)
 }
 
 /// Like [`decode_message`], with opaque payloads as zero-copy slices of `payload`.
@@ -92,17 +118,22 @@ pub fn decode_message_shared<T>(payload: &Bytes, limits: CborLimits) -> Result<T
 where
     T: for<'de> Decode<'de>,
 {
-    decode_with(Reader::new_shared(payload, limits), payload, limits)
+    decode_with(Reader::new_shared(payload, limits), payload, limits, T::decode)
 }
 
-fn decode_with<T>(mut reader: Reader<'_>, payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+fn decode_with<'de, T, F>(
+    mut reader: Reader<'de>,
+    payload: &[u8],
+    limits: CborLimits,
+    decode: F,
+) -> Result<T, ProtocolError>
 where
-    T: for<'de> Decode<'de>,
+    F: FnOnce(&mut Reader<'de>) -> Result<T, ProtocolError>,
 {
     check_item_length(payload.len(), limits, ErrorKind::Cbor)?;
     // The decoded result is returned as it is (never unpacked and wrapped again), so the
     // message is written once, into the caller's slot.
-    let result = T::decode(&mut reader);
+    let result = decode(&mut reader);
     let error = match result {
         Ok(_) => match reader.finish() {
             Ok(()) => return result,

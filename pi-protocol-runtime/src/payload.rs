@@ -352,8 +352,18 @@ impl TreeBuilder for JsonTree {
     }
 }
 
-/// A decoded JSON number as `serde_json::Number`: integral values as integers, except `-0.0`.
-pub(crate) fn number_value(n: f64) -> Value {
+/// A decoded JSON number (a finite float64, within +-(2^53 - 1) when integral, as the reader
+/// returns it) as a JSON value, the way [`Payload::to_value`] and the JSON view of derived
+/// types render it: integral values as integers, except `-0.0`, which stays a float.
+///
+/// ```
+/// use pi_protocol_runtime::payload::number_value;
+/// assert_eq!(number_value(8.0).to_string(), "8");
+/// assert_eq!(number_value(0.5).to_string(), "0.5");
+/// assert_eq!(number_value(-0.0).to_string(), "-0.0");
+/// ```
+#[must_use]
+pub fn number_value(n: f64) -> Value {
     // Decoded numbers lie within +-(2^53 - 1), where the i64 round trip is exact and cheaper
     // than `fract()` (a libm call on x86-64 without SSE4.1).
     if (n as i64) as f64 == n && !(n == 0.0 && n.is_sign_negative()) {

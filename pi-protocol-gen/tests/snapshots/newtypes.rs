@@ -39,7 +39,7 @@ pub struct Tags(Vec<Slug>);
 
 /// Schema: `#/$defs/Labels`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(json, values(min_length = 1), keys(pattern = "^[a-z]+$"))]
+#[codec(json, values(min_length = 1))]
 pub struct Labels(Record<String>);
 
 /// Schema: `#/$defs/Maybe`.

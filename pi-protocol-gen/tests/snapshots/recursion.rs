@@ -61,11 +61,6 @@ pub enum JsonValue {
     String(String),
     /// An array.
     Array(Vec<JsonValue>),
-    /// A [`Variant5`].
-    Variant5(Variant5),
+    /// An object with free keys.
+    Record(Record<JsonValue>),
 }
-
-/// Schema: `#/$defs/Holder/properties/value/$defs/JsonValue/anyOf/5`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
-#[codec(json, keys(pattern = "^.*$"))]
-pub struct Variant5(Record<JsonValue>);

@@ -14,12 +14,13 @@
 //! mutations included). The seed is `PI_SCHEMA_SEED` (default fixed); a failure prints the
 //! seed, the instance and both verdicts.
 //!
-//! Where the reference's semantics and the JSON Schema standard differ, the oracle is told what
-//! the reference does (see `docs/SCHEMA.md`, "Where the reference wins"): a record whose key
-//! pattern does not cover every key (`patternProperties` without `additionalProperties`)
-//! refuses other keys here, so the oracle's copy of the schema says `additionalProperties:
-//! false` there; string lengths differ between the two only for combining marks, joiners,
-//! variation selectors and flags, which the sampler does not produce.
+//! Where this implementation and the JSON Schema standard differ, the oracle is told what the
+//! codecs do (see `pi-protocol-gen/SCHEMA.md`, "Where this implementation is stricter"): a
+//! record written as `patternProperties` without `additionalProperties` takes any key but
+//! checks every value against the pattern's schema, so the oracle's copy of the schema says
+//! `additionalProperties: <that schema>` there. String lengths differ between the reference and
+//! the standard only for combining marks, joiners, variation selectors and flags, which the
+//! sampler does not produce.
 
 use pi_protocol_gen::model::Side;
 use pi_protocol_gen::sample::Sampler;
@@ -55,13 +56,17 @@ fn oracle_schema(case: &Case, side: Side) -> Value {
     document
 }
 
-/// Adds `additionalProperties: false` next to every `patternProperties` that has no
-/// `additionalProperties`: a record's key pattern is honoured (keys outside it are refused).
+/// Adds `additionalProperties: <the pattern's schema>` next to every `patternProperties` that
+/// has no `additionalProperties`: keys outside the pattern are taken, their values checked
+/// against the same schema.
 fn close_records(value: &mut Value) {
     match value {
         Value::Object(map) => {
-            if map.contains_key("patternProperties") && !map.contains_key("additionalProperties") {
-                map.insert("additionalProperties".into(), Value::Bool(false));
+            if !map.contains_key("additionalProperties") {
+                let values = map.get("patternProperties").and_then(Value::as_object).and_then(|p| p.values().next()).cloned();
+                if let Some(values) = values {
+                    map.insert("additionalProperties".into(), values);
+                }
             }
             map.values_mut().for_each(close_records);
         }
