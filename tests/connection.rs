@@ -10,8 +10,8 @@ use pi_protocol::connection::{
 use pi_protocol::{
     encode_client_message, encode_server_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage,
     ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, Request, RequestId,
-    Response, RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget,
-    ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
+    Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder,
+    ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -850,6 +850,76 @@ fn server_disconnect_releases_only_its_own_attachment() {
     assert_eq!(two.poll_event(), None);
     two.receive(&request_frame("x", RpcTarget::Session(route("att-02")), Payload::null()));
     assert!(matches!(&server_events(&mut two)[..], [ServerEvent::Request(_)]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closing: what is left behind
+
+/// Checks that `reason` is the truncation a close reports when part of a frame starting at
+/// stream offset `offset` was pending.
+fn assert_truncated_at(reason: &CloseReason, offset: usize) {
+    match reason {
+        CloseReason::Violation(Violation::Decode(error)) => {
+            assert_eq!(error.kind(), ErrorKind::Frame);
+            assert_eq!(error.rule(), Rule::TruncatedFrame);
+            assert_eq!(error.offset(), Some(u64::try_from(offset).unwrap()));
+        }
+        other => panic!("expected a truncated-frame violation, got {other:?}"),
+    }
+}
+
+#[test]
+fn client_close_with_a_partial_frame_pending_reports_the_truncated_frame() {
+    // Part of a header, and part of a payload: both are frames the peer never finished.
+    for cut in [2, attachment(None).len() - 1] {
+        let mut client = ready_client();
+        let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+        client.receive(&attachment(None)[..cut]);
+        assert_eq!(client.poll_event(), None, "a partial frame is not an event yet");
+        client.close();
+        let events = client_events(&mut client);
+        assert_eq!(events.len(), 1, "{events:?}");
+        let ClientEvent::Closed { reason, unsettled } = &events[0] else { panic!("expected Closed, got {events:?}") };
+        assert_truncated_at(reason, server_hello().len());
+        assert_eq!(unsettled, &vec![id]);
+    }
+}
+
+#[test]
+fn client_close_between_frames_is_local() {
+    let mut client = ready_client();
+    client.receive(&attachment(None));
+    client_events(&mut client);
+    client.close();
+    assert_eq!(client_events(&mut client), vec![ClientEvent::Closed { reason: CloseReason::Local, unsettled: vec![] }]);
+}
+
+#[test]
+fn server_disconnect_with_a_partial_frame_pending_reports_the_truncated_frame() {
+    let mut server = ready_server(ServerOptions::default());
+    server.receive(&request_frame("a", server_target(), Payload::null()));
+    let frame = request_frame("b", server_target(), Payload::null());
+    server.receive(&frame[..frame.len() / 2]);
+    assert!(matches!(&server_events(&mut server)[..], [ServerEvent::Request(r)] if r.id == rid("a")));
+    server.disconnect();
+    let events = server_events(&mut server);
+    assert_eq!(events.len(), 1, "a is still in flight: {events:?}");
+    let ServerEvent::Closing { reason } = &events[0] else { panic!("expected Closing, got {events:?}") };
+    assert_truncated_at(reason, hello_frame(8).len() + request_frame("a", server_target(), Payload::null()).len());
+    server.respond(&rid("a"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+}
+
+#[test]
+fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
+    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    server.receive(&hello_frame(8)[..3]);
+    server.disconnect();
+    let events = server_events(&mut server);
+    let [ServerEvent::Closing { reason }, ServerEvent::Closed { release: None }] = &events[..] else {
+        panic!("expected Closing then Closed, got {events:?}")
+    };
+    assert_truncated_at(reason, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
