@@ -9,9 +9,9 @@ use pi_protocol::connection::{
 };
 use pi_protocol::{
     encode_client_message, encode_server_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage,
-    ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, Request, RequestId,
-    Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder,
-    ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
+    ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, ProtocolError,
+    Request, RequestId, Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage,
+    ServerMessageDecoder, ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
 };
 use proptest::prelude::*;
 use serde_json::json;
@@ -988,12 +988,57 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// The bytes one end wrote that the other has not read yet, and where the frames in them end.
+#[derive(Default)]
+struct Pipe {
+    queued: Vec<u8>,
+    /// Stream offsets at which a frame of the written stream ends, ascending.
+    frame_ends: Vec<u64>,
+    written: u64,
+    read: u64,
+}
+
+impl Pipe {
+    /// Appends whole frames, as `poll_transmit` hands them out.
+    fn write(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let Some((header, tail)) = rest.split_first_chunk::<4>() {
+            let len = usize::try_from(u32::from_be_bytes(*header)).unwrap();
+            rest = &tail[len..];
+            self.written += 4 + u64::try_from(len).unwrap();
+            self.frame_ends.push(self.written);
+        }
+        assert!(rest.is_empty(), "poll_transmit handed out part of a frame");
+        self.queued.extend_from_slice(bytes);
+    }
+
+    /// Takes up to `n` bytes for the reading end.
+    fn read(&mut self, n: usize) -> Vec<u8> {
+        let n = n.min(self.queued.len());
+        self.read += u64::try_from(n).unwrap();
+        self.queued.drain(..n).collect()
+    }
+
+    /// What the reading end reports when the application closes it now: `Local` between
+    /// frames, the truncation of the frame it is inside otherwise.
+    fn close_reason(&self) -> CloseReason {
+        let complete = self.frame_ends.partition_point(|&end| end <= self.read);
+        let start = if complete == 0 { 0 } else { self.frame_ends[complete - 1] };
+        if start == self.read {
+            CloseReason::Local
+        } else {
+            let error = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(start);
+            CloseReason::Violation(Violation::Decode(error))
+        }
+    }
+}
+
 /// The test's view of both ends, checking invariants as events arrive.
 struct Harness {
     client: ClientConnection,
     server: ServerConnection,
-    to_server: Vec<u8>,
-    to_client: Vec<u8>,
+    to_server: Pipe,
+    to_client: Pipe,
     /// An independent decoder of the client's output, to check every frame that leaves.
     wire_client: ClientMessageDecoder,
     /// Client side: the route of the last `attachment` event.
@@ -1018,8 +1063,8 @@ impl Harness {
         Harness {
             client,
             server: ServerConnection::new(server_id(), ServerOptions::default()),
-            to_server: Vec::new(),
-            to_client: Vec::new(),
+            to_server: Pipe::default(),
+            to_client: Pipe::default(),
             wire_client: ClientMessageDecoder::new(),
             client_route: None,
             settled: HashMap::new(),
@@ -1036,7 +1081,7 @@ impl Harness {
 
     fn with_output(mut self, bytes: Vec<u8>) -> Self {
         self.check_client_output(&bytes);
-        self.to_server.extend(bytes);
+        self.to_server.write(&bytes);
         self
     }
 
@@ -1063,7 +1108,7 @@ impl Harness {
     fn drain_client(&mut self) {
         if let Some(bytes) = self.client.poll_transmit() {
             self.check_client_output(&bytes);
-            self.to_server.extend(bytes);
+            self.to_server.write(&bytes);
         }
         while let Some(event) = self.client.poll_event() {
             assert!(self.unsettled_at_close.is_none(), "event after Closed: {event:?}");
@@ -1077,7 +1122,7 @@ impl Harness {
                 ClientEvent::Attachment { route } => self.client_route = route,
                 ClientEvent::Update { .. } => panic!("no updates in this test"),
                 ClientEvent::Closed { reason, unsettled } => {
-                    assert_eq!(reason, CloseReason::Local, "no violation between two correct ends");
+                    assert_eq!(reason, self.to_client.close_reason(), "no violation between two correct ends");
                     for id in &unsettled {
                         assert_eq!(self.settled[id], 0, "closed lists a settled request");
                     }
@@ -1090,7 +1135,7 @@ impl Harness {
     fn drain_server(&mut self) {
         if let Some(bytes) = self.server.poll_transmit() {
             assert!(!self.server_closing, "bytes sent after closing");
-            self.to_client.extend(bytes);
+            self.to_client.write(&bytes);
         }
         while let Some(event) = self.server.poll_event() {
             assert!(self.released.is_none(), "event after Closed: {event:?}");
@@ -1106,7 +1151,9 @@ impl Harness {
                     assert_eq!(reason, FenceReason::StaleRoute, "{id:?}");
                 }
                 ServerEvent::Closing { reason } => {
-                    assert_eq!(reason, CloseReason::Local);
+                    // No violation between two correct ends; a disconnect inside a frame
+                    // reports the truncation.
+                    assert_eq!(reason, self.to_server.close_reason());
                     self.server_closing = true;
                 }
                 ServerEvent::Closed { release } => {
@@ -1169,13 +1216,11 @@ impl Harness {
                 }
             }
             Step::ToServer(n) => {
-                let n = n.min(self.to_server.len());
-                let chunk: Vec<u8> = self.to_server.drain(..n).collect();
+                let chunk = self.to_server.read(n);
                 self.server.receive(&chunk);
             }
             Step::ToClient(n) => {
-                let n = n.min(self.to_client.len());
-                let chunk: Vec<u8> = self.to_client.drain(..n).collect();
+                let chunk = self.to_client.read(n);
                 self.client.receive(&chunk);
             }
             Step::Disconnect => self.server.disconnect(),
@@ -1189,13 +1234,13 @@ impl Harness {
     /// all bytes are delivered, until nothing moves.
     fn settle(&mut self) {
         loop {
-            let before = (self.to_server.len(), self.to_client.len(), self.outstanding.len());
+            let before = (self.to_server.queued.len(), self.to_client.queued.len(), self.outstanding.len());
             while !self.outstanding.is_empty() {
                 self.apply(&Step::Respond { pick: 0, ok: true });
             }
             self.apply(&Step::ToServer(usize::MAX));
             self.apply(&Step::ToClient(usize::MAX));
-            if before == (0, 0, 0) && self.to_server.is_empty() && self.to_client.is_empty() {
+            if before == (0, 0, 0) && self.to_server.queued.is_empty() && self.to_client.queued.is_empty() {
                 break;
             }
         }

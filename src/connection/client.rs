@@ -277,11 +277,17 @@ impl ClientConnection {
 
     /// Closes the connection: call it when the transport ends or the application stops.
     ///
-    /// Queues [`ClientEvent::Closed`] with [`CloseReason::Local`] and the pending requests;
-    /// later calls do nothing. Bytes already queued stay available from
-    /// [`poll_transmit`](Self::poll_transmit).
+    /// Queues [`ClientEvent::Closed`] with the pending requests and [`CloseReason::Local`] —
+    /// or, when the bytes received so far end inside a frame, with
+    /// [`CloseReason::Violation`] holding the `Frame`/`TruncatedFrame` error (offset of the cut
+    /// frame), since that partial frame is discarded. Later calls do nothing. Bytes already
+    /// queued stay available from [`poll_transmit`](Self::poll_transmit).
     pub fn close(&mut self) {
-        self.close_with(CloseReason::Local);
+        if self.state == State::Closed {
+            return;
+        }
+        let reason = super::local_close_reason(self.decoder.end());
+        self.close_with(reason);
     }
 
     /// The next event, in order, or `None` when there is none yet.

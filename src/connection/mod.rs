@@ -74,7 +74,9 @@ pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFA
 /// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CloseReason {
-    /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`]).
+    /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`])
+    /// between two frames. Closing while a frame is only partly received is a
+    /// [`Violation::Decode`] with the `Frame`/`TruncatedFrame` error instead.
     Local,
     /// Client side: the server answered `hello` with `hello_error` carrying this error.
     Rejected(ErrorBody),
@@ -100,10 +102,21 @@ impl fmt::Display for CloseReason {
     }
 }
 
+/// Why a connection the application closes stops: [`CloseReason::Local`], unless `end` (the
+/// decoder's verdict on the stream received so far) says the peer stopped inside a frame.
+fn local_close_reason(end: Result<(), ProtocolError>) -> CloseReason {
+    match end {
+        Ok(()) => CloseReason::Local,
+        Err(error) => CloseReason::Violation(Violation::Decode(error)),
+    }
+}
+
 /// A protocol rule the peer broke. The connection closes when it sees one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4).
+    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4),
+    /// or the connection was closed with a frame only partly received (`Frame`/`TruncatedFrame`,
+    /// as a decoder reports at the end of the stream).
     Decode(ProtocolError),
     /// The first frame was not `hello` (client side: anything before the server's `hello` or
     /// `hello_error`; server side: anything before the client's `hello`).

@@ -362,11 +362,18 @@ impl ServerConnection {
 
     /// The transport went away, or the application drops the client: stop reading and sending.
     ///
-    /// Reports [`ServerEvent::Closing`] with [`CloseReason::Local`] (unless already closing);
-    /// [`ServerEvent::Closed`] with the route to release follows once every admitted request
-    /// has been settled with [`respond`](Self::respond) — at once if none is in flight.
+    /// Reports [`ServerEvent::Closing`] (unless already closing) with [`CloseReason::Local`] —
+    /// or, when the bytes received so far end inside a frame, with [`CloseReason::Violation`]
+    /// holding the `Frame`/`TruncatedFrame` error (offset of the cut frame), since that partial
+    /// frame is discarded. [`ServerEvent::Closed`] with the route to release follows once every
+    /// admitted request has been settled with [`respond`](Self::respond) — at once if none is
+    /// in flight.
     pub fn disconnect(&mut self) {
-        self.begin_close(CloseReason::Local);
+        if !self.reading() {
+            return;
+        }
+        let reason = super::local_close_reason(self.decoder.end());
+        self.begin_close(reason);
     }
 
     /// The next event, in order, or `None` when there is none yet.
