@@ -922,6 +922,138 @@ fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
     assert_truncated_at(reason, 0);
 }
 
+#[test]
+fn server_not_read_by_its_client_closes_at_the_transmit_cap_instead_of_buffering() {
+    // A client that keeps sending requests the connection answers by itself, and never reads.
+    let other = RpcTarget::Server(ServerTarget { server_id: ServerId::new(OTHER_SERVER).unwrap() });
+    let reply = server_frame(error_response("r", err("wrong_server", "The target names another server"))).len();
+    let limit = 10 * reply + reply / 2;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    for _ in 0..1000 {
+        server.receive(&request_frame("r", other.clone(), Payload::null()));
+        assert!(server.pending_transmit_len() <= limit, "{} queued", server.pending_transmit_len());
+    }
+    let events = server_events(&mut server);
+    assert_eq!(events.len(), 12, "{events:?}");
+    assert!(events[..10].iter().all(|e| *e == ServerEvent::Fenced { id: rid("r"), reason: FenceReason::WrongServer }));
+    assert_eq!(events[10], ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } });
+    assert_eq!(events[11], ServerEvent::Closed { release: None });
+    // What was queued is whole frames, all of them sendable.
+    assert_eq!(server_messages(server.poll_transmit()).len(), 10);
+}
+
+#[test]
+fn server_application_frames_past_the_cap_close_the_connection() {
+    let sub = SubscriptionId::new("sub-1").unwrap();
+    let update = payload(json!("u".repeat(100)));
+    let update_frame = server_frame(ServerMessage::ServiceUpdate(ServiceUpdate {
+        subscription_id: sub.clone(),
+        update: update.clone(),
+    }));
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(2 * update_frame.len()));
+    server.receive(&request_frame("a", server_target(), Payload::null()));
+    server_events(&mut server);
+    server.publish_update(sub.clone(), update.clone()).unwrap();
+    server.publish_update(sub.clone(), update.clone()).unwrap();
+    assert_eq!(server.publish_update(sub.clone(), update.clone()), Err(ConnectionError::Closed));
+    let limit = 2 * update_frame.len();
+    assert_eq!(
+        server_events(&mut server),
+        vec![ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } }]
+    );
+    // The call in flight still settles (without sending), and closing completes.
+    server.respond(&rid("a"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+    assert_eq!(server.poll_transmit(), Some([update_frame.clone(), update_frame].concat()));
+}
+
+#[test]
+fn server_respond_past_the_cap_settles_and_closes() {
+    let limit = success("a", None).len() + success("b", None).len() / 2;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    server.set_attachment(Some(route("att-01"))).unwrap();
+    server.poll_transmit();
+    let mut bytes = request_frame("a", server_target(), Payload::null());
+    bytes.extend(request_frame("b", server_target(), Payload::null()));
+    bytes.extend(request_frame("c", server_target(), Payload::null()));
+    server.receive(&bytes);
+    assert_eq!(server_events(&mut server).len(), 3);
+    server.respond(&rid("a"), Ok(None)).unwrap();
+    server.respond(&rid("b"), Ok(None)).unwrap();
+    assert!(!server.is_in_flight(&rid("b")), "settled, though not sent");
+    assert_eq!(
+        server_events(&mut server),
+        vec![ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } }]
+    );
+    server.set_attachment(None).unwrap();
+    server.respond(&rid("c"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+    assert_eq!(server.poll_transmit(), Some(success("a", None)));
+}
+
+#[test]
+fn server_cap_below_its_hello_closes_at_the_handshake() {
+    let mut server = ServerConnection::new(server_id(), ServerOptions::default().max_pending_transmit(10));
+    server.receive(&hello_frame(8));
+    assert_eq!(
+        server_events(&mut server),
+        vec![
+            ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit: 10 } },
+            ServerEvent::Closed { release: None }
+        ]
+    );
+    assert_eq!(server.poll_transmit(), None);
+}
+
+#[test]
+fn client_not_read_by_its_server_closes_at_the_transmit_cap() {
+    let request = request_frame("req-1", server_target(), Payload::null()).len();
+    let limit = hello_frame(8).len() + 2 * request + 1;
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(limit));
+    client.receive(&server_hello());
+    client_events(&mut client);
+    let a = client.request(CallTarget::Server, Payload::null()).unwrap();
+    let b = client.request(CallTarget::Server, Payload::null()).unwrap();
+    assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::Closed));
+    assert!(!client.cancel(&a));
+    assert_eq!(
+        client_events(&mut client),
+        vec![ClientEvent::Closed { reason: CloseReason::TransmitQueueFull { limit }, unsettled: vec![a, b] }]
+    );
+    assert_eq!(client.pending_transmit_len(), limit - 1);
+    assert_eq!(client_messages(client.poll_transmit()).len(), 3);
+}
+
+#[test]
+fn client_whose_output_is_drained_never_reaches_the_cap() {
+    let request = request_frame("req-1", server_target(), Payload::null()).len();
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(hello_frame(8).len()));
+    client.poll_transmit().unwrap();
+    client.receive(&server_hello());
+    assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::Closed), "{request} > cap");
+
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(request + 1));
+    client.poll_transmit().unwrap();
+    client.receive(&server_hello());
+    for _ in 0..100 {
+        let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+        assert!(client.cancel(&id), "the cancel is smaller than the request");
+        client.poll_transmit().unwrap();
+    }
+    assert!(!client.is_closed());
+}
+
+#[test]
+fn client_cap_below_its_hello_starts_closed() {
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(14));
+    assert!(client.is_closed());
+    assert_eq!(client.poll_transmit(), None);
+    assert_eq!(
+        client_events(&mut client),
+        vec![ClientEvent::Closed { reason: CloseReason::TransmitQueueFull { limit: 14 }, unsettled: vec![] }]
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Client and server together
 

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation};
+use super::{CloseReason, ConnectionError, Outbox, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
     RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget, SubscriptionId,
@@ -24,6 +24,37 @@ pub struct ClientOptions {
     /// Request ids are this prefix followed by a decimal counter starting at 1 (default:
     /// [`DEFAULT_REQUEST_ID_PREFIX`]).
     pub request_id_prefix: String,
+    /// The most bytes the connection keeps queued for the transport (default
+    /// [`DEFAULT_MAX_PENDING_TRANSMIT`], 64 MiB): [`ClientConnection::pending_transmit_len`]
+    /// never exceeds it, so a server that stops reading cannot make the client buffer without
+    /// bound. Set it with [`max_pending_transmit`](Self::max_pending_transmit); see there for
+    /// what happens when it is reached.
+    pub max_pending_transmit: usize,
+}
+
+impl ClientOptions {
+    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+    ///
+    /// When a frame would take the queued bytes past it, the frame is not queued and the
+    /// connection closes with [`CloseReason::TransmitQueueFull`] ([`ClientEvent::Closed`]
+    /// lists the pending requests): [`ClientConnection::request`] returns
+    /// [`ConnectionError::Closed`] and [`ClientConnection::cancel`] `false`. The queue empties
+    /// each time the driver takes it with [`ClientConnection::poll_transmit`], so a driver
+    /// should take bytes only as fast as it can write them. Keep the limit at or above the
+    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent; a
+    /// limit below the `hello` frame (15 bytes) starts the connection closed.
+    ///
+    /// ```
+    /// use pi_protocol::connection::{ClientOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+    /// assert_eq!(ClientOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+    /// let options = ClientOptions::default().max_pending_transmit(1 << 20);
+    /// assert_eq!(options.max_pending_transmit, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
+        self.max_pending_transmit = bytes;
+        self
+    }
 }
 
 impl Default for ClientOptions {
@@ -32,6 +63,7 @@ impl Default for ClientOptions {
             codec: CodecOptions::default(),
             version: PROTOCOL_VERSION,
             request_id_prefix: DEFAULT_REQUEST_ID_PREFIX.to_owned(),
+            max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
     }
 }

@@ -71,6 +71,10 @@ use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
 pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
 pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
 
+/// The default of [`ClientOptions::max_pending_transmit`] and
+/// [`ServerOptions::max_pending_transmit`]: 64 MiB, four frames of the default frame limit.
+pub const DEFAULT_MAX_PENDING_TRANSMIT: usize = 64 * 1024 * 1024;
+
 /// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CloseReason {
@@ -88,6 +92,13 @@ pub enum CloseReason {
     /// A frame the connection itself had to send (a `hello`, a fencing error) could not be
     /// encoded under the configured codec limits.
     Encode(ProtocolError),
+    /// Queuing a frame would have taken the bytes waiting for the transport past `limit`
+    /// ([`ClientOptions::max_pending_transmit`], [`ServerOptions::max_pending_transmit`]): the
+    /// peer stopped reading, or the driver stopped writing. The frame was not queued.
+    TransmitQueueFull {
+        /// The configured limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for CloseReason {
@@ -98,6 +109,9 @@ impl fmt::Display for CloseReason {
             CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
             CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
             CloseReason::Encode(error) => write!(f, "cannot encode a connection frame: {error}"),
+            CloseReason::TransmitQueueFull { limit } => {
+                write!(f, "more than {limit} bytes would be waiting for the transport")
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation};
+use super::{CloseReason, ConnectionError, Outbox, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode,
     ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
@@ -46,6 +46,41 @@ pub struct ServerOptions {
     /// How many admitted requests may be in flight at once (default
     /// [`DEFAULT_MAX_IN_FLIGHT`]); bounds the memory a client can make the connection hold.
     pub max_in_flight: usize,
+    /// The most bytes the connection keeps queued for the transport (default
+    /// [`DEFAULT_MAX_PENDING_TRANSMIT`], 64 MiB): [`ServerConnection::pending_transmit_len`]
+    /// never exceeds it, so a client that keeps sending but stops reading (fencing errors are
+    /// queued without the application) cannot make the server buffer without bound. Set it with
+    /// [`max_pending_transmit`](Self::max_pending_transmit); see there for what happens when it
+    /// is reached.
+    pub max_pending_transmit: usize,
+}
+
+impl ServerOptions {
+    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+    ///
+    /// When a frame would take the queued bytes past it, the frame is not queued and the
+    /// connection begins closing with [`CloseReason::TransmitQueueFull`]
+    /// ([`ServerEvent::Closing`]: it stops reading and sends nothing new). The call that
+    /// queued the frame then behaves as on a closing connection:
+    /// [`ServerConnection::respond`] settles the request without sending and returns `Ok`,
+    /// [`ServerConnection::set_attachment`] only changes the route to release,
+    /// [`ServerConnection::publish_update`] returns [`ConnectionError::Closed`]; a fencing
+    /// error or a `hello` the connection could not queue is simply not sent. The queue empties
+    /// each time the driver takes it with [`ServerConnection::poll_transmit`], so a driver
+    /// should take bytes only as fast as it can write them. Keep the limit at or above the
+    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent.
+    ///
+    /// ```
+    /// use pi_protocol::connection::{ServerOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+    /// assert_eq!(ServerOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+    /// let options = ServerOptions::default().max_pending_transmit(1 << 20);
+    /// assert_eq!(options.max_pending_transmit, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
+        self.max_pending_transmit = bytes;
+        self
+    }
 }
 
 fn body(code: &str, message: &str) -> ErrorBody {
@@ -65,6 +100,7 @@ impl Default for ServerOptions {
             duplicate_id: body("duplicate_request", "A request with this id is already in flight"),
             too_many_requests: body("too_many_requests", "Too many requests in flight"),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
     }
 }
