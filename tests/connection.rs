@@ -969,7 +969,8 @@ fn server_application_frames_past_the_cap_close_the_connection() {
 
 #[test]
 fn server_respond_past_the_cap_settles_and_closes() {
-    let limit = success("a", None).len() + success("b", None).len() / 2;
+    let result = payload(json!("r".repeat(100)));
+    let limit = success("a", Some(result.clone())).len() * 3 / 2;
     let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.poll_transmit();
@@ -978,8 +979,8 @@ fn server_respond_past_the_cap_settles_and_closes() {
     bytes.extend(request_frame("c", server_target(), Payload::null()));
     server.receive(&bytes);
     assert_eq!(server_events(&mut server).len(), 3);
-    server.respond(&rid("a"), Ok(None)).unwrap();
-    server.respond(&rid("b"), Ok(None)).unwrap();
+    server.respond(&rid("a"), Ok(Some(result.clone()))).unwrap();
+    server.respond(&rid("b"), Ok(Some(result.clone()))).unwrap();
     assert!(!server.is_in_flight(&rid("b")), "settled, though not sent");
     assert_eq!(
         server_events(&mut server),
@@ -988,7 +989,7 @@ fn server_respond_past_the_cap_settles_and_closes() {
     server.set_attachment(None).unwrap();
     server.respond(&rid("c"), Ok(None)).unwrap();
     assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
-    assert_eq!(server.poll_transmit(), Some(success("a", None)));
+    assert_eq!(server.poll_transmit(), Some(success("a", Some(result))));
 }
 
 #[test]
@@ -1032,11 +1033,13 @@ fn client_whose_output_is_drained_never_reaches_the_cap() {
     client.receive(&server_hello());
     assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::Closed), "{request} > cap");
 
-    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(request + 1));
+    // Room for one request with an id of up to three digits.
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(request + 2));
     client.poll_transmit().unwrap();
     client.receive(&server_hello());
     for _ in 0..100 {
         let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+        client.poll_transmit().unwrap();
         assert!(client.cancel(&id), "the cancel is smaller than the request");
         client.poll_transmit().unwrap();
     }

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
+use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
     RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget, SubscriptionId,
@@ -170,9 +170,11 @@ impl ClientConnection {
     /// A connection that has queued its `hello` (offering [`ClientOptions::version`]).
     ///
     /// If even `hello` cannot be encoded under `options.codec` (a frame limit below 15 bytes),
-    /// the connection starts closed with [`CloseReason::Encode`].
+    /// the connection starts closed with [`CloseReason::Encode`]; if it does not fit under
+    /// [`ClientOptions::max_pending_transmit`], with [`CloseReason::TransmitQueueFull`].
     pub fn new(options: ClientOptions) -> Self {
         let decoder = ServerMessageDecoder::with_options(&options.codec);
+        let outgoing = Outbox::new(options.max_pending_transmit);
         let mut connection = ClientConnection {
             options,
             decoder,
@@ -181,11 +183,11 @@ impl ClientConnection {
             pending: HashMap::new(),
             next_id: 1,
             events: VecDeque::new(),
-            outgoing: Outbox::default(),
+            outgoing,
         };
         let hello = ClientMessage::Hello(ClientHello { version: Integer::from(connection.options.version) });
         if let Err(error) = connection.queue(&hello) {
-            connection.close_with(CloseReason::Encode(error));
+            connection.close_with(error.into_close_reason());
         }
         connection
     }
@@ -260,7 +262,9 @@ impl ClientConnection {
     /// [`ConnectionError::NotReady`] before the server's `hello`, [`ConnectionError::Closed`]
     /// after close, [`ConnectionError::NoRoute`] for a session call with no current route,
     /// [`ConnectionError::Encode`] when the frame breaks the codec limits. Nothing is queued
-    /// and no id is used up on error.
+    /// and no id is used up on error. A frame that would take the transmit queue past
+    /// [`ClientOptions::max_pending_transmit`] closes the connection
+    /// ([`CloseReason::TransmitQueueFull`]) and returns [`ConnectionError::Closed`].
     pub fn request(&mut self, target: CallTarget, call: Payload) -> Result<RequestId, ConnectionError> {
         let server_id = match &self.state {
             State::AwaitingHello => return Err(ConnectionError::NotReady),
@@ -275,7 +279,14 @@ impl ClientConnection {
         let id = RequestId::new(format!("{}{sequence}", self.options.request_id_prefix))
             .expect("a prefix followed by digits is never empty");
         let message = ClientMessage::Request(Request { id: id.clone(), target: target.clone(), call });
-        self.queue(&message).map_err(ConnectionError::Encode)?;
+        match self.queue(&message) {
+            Ok(()) => {}
+            Err(QueueError::Encode(error)) => return Err(ConnectionError::Encode(error)),
+            Err(full @ QueueError::Full { .. }) => {
+                self.close_with(full.into_close_reason());
+                return Err(ConnectionError::Closed);
+            }
+        }
         self.next_id += 1;
         self.pending.insert(id.clone(), Pending { sequence, target, cancel_sent: false });
         Ok(id)
@@ -286,6 +297,9 @@ impl ClientConnection {
     ///
     /// Returns whether a `cancel` was queued: cancelling an unknown or settled request, or one
     /// already cancelled, does nothing. The request stays pending until its response arrives.
+    /// A `cancel` that would take the transmit queue past
+    /// [`ClientOptions::max_pending_transmit`] closes the connection
+    /// ([`CloseReason::TransmitQueueFull`]) and returns `false`.
     pub fn cancel(&mut self, id: &RequestId) -> bool {
         if self.state == State::Closed {
             return false;
@@ -303,7 +317,11 @@ impl ClientConnection {
                 }
                 true
             }
-            Err(_) => false,
+            Err(full @ QueueError::Full { .. }) => {
+                self.close_with(full.into_close_reason());
+                false
+            }
+            Err(QueueError::Encode(_)) => false,
         }
     }
 
@@ -371,7 +389,7 @@ impl ClientConnection {
         self.pending.len()
     }
 
-    fn queue(&mut self, message: &ClientMessage) -> Result<(), crate::ProtocolError> {
+    fn queue(&mut self, message: &ClientMessage) -> Result<(), QueueError> {
         self.outgoing.queue(message, &self.options.codec)
     }
 

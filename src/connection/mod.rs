@@ -27,6 +27,12 @@
 //!   before the application sees it ([`ServerOptions`] holds the codes).
 //! - **Release.** A server connection reports the route to release only once every admitted
 //!   call has settled ([`ServerEvent::Closed`]).
+//! - **What closing leaves behind.** Closing while a frame is only partly received reports
+//!   that frame as truncated ([`Violation::Decode`]), not as a clean [`CloseReason::Local`].
+//!   The bytes queued for the transport are capped (`max_pending_transmit` of
+//!   [`ClientOptions`] and [`ServerOptions`], 64 MiB by default): a peer that stops reading
+//!   makes the connection close with [`CloseReason::TransmitQueueFull`] instead of buffering
+//!   without bound.
 //!
 //! # Example: a client and a server talking through memory
 //!
@@ -77,6 +83,7 @@ pub const DEFAULT_MAX_PENDING_TRANSMIT: usize = 64 * 1024 * 1024;
 
 /// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CloseReason {
     /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`])
     /// between two frames. Closing while a frame is only partly received is a
@@ -199,20 +206,57 @@ impl std::error::Error for ConnectionError {
 }
 
 /// The bytes a connection has queued for its transport: whole frames, in order, encoded straight
-/// into one buffer.
-#[derive(Debug, Default)]
+/// into one buffer that never holds more than `limit` bytes.
+#[derive(Debug)]
 pub(crate) struct Outbox {
     bytes: Vec<u8>,
+    limit: usize,
+}
+
+/// Why [`Outbox::queue`] queued nothing.
+#[derive(Debug)]
+pub(crate) enum QueueError {
+    /// The message could not be encoded under the codec options.
+    Encode(ProtocolError),
+    /// The frame would have taken the queue past its limit.
+    Full {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl QueueError {
+    /// The reason a connection closes with when a frame of its own cannot be queued.
+    pub(crate) fn into_close_reason(self) -> CloseReason {
+        match self {
+            QueueError::Encode(error) => CloseReason::Encode(error),
+            QueueError::Full { limit } => CloseReason::TransmitQueueFull { limit },
+        }
+    }
 }
 
 impl Outbox {
-    /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused.
+    /// An empty queue holding at most `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
+        Outbox { bytes: Vec::new(), limit }
+    }
+
+    /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused
+    /// or when the frame would take the queue past its limit.
     pub(crate) fn queue<M: Encode + Validate>(
         &mut self,
         message: &M,
         options: &CodecOptions,
-    ) -> Result<(), ProtocolError> {
-        encode_message_into(message, options, &mut self.bytes)
+    ) -> Result<(), QueueError> {
+        let start = self.bytes.len();
+        encode_message_into(message, options, &mut self.bytes).map_err(QueueError::Encode)?;
+        // The frame is checked once encoded: it is at most the frame limit, so the buffer never
+        // exceeds the queue limit by more than one frame, and only until this truncation.
+        if self.bytes.len() > self.limit {
+            self.bytes.truncate(start);
+            return Err(QueueError::Full { limit: self.limit });
+        }
+        Ok(())
     }
 
     /// Every queued byte, or `None` when nothing is queued.

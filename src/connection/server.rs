@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
+use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode,
     ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
@@ -211,6 +211,7 @@ impl ServerConnection {
     /// A connection for the logical server `server_id`, waiting for the client's `hello`.
     pub fn new(server_id: ServerId, options: ServerOptions) -> Self {
         let decoder = ClientMessageDecoder::with_options(&options.codec);
+        let outgoing = Outbox::new(options.max_pending_transmit);
         ServerConnection {
             server_id,
             options,
@@ -219,7 +220,7 @@ impl ServerConnection {
             attachment: None,
             in_flight: HashMap::new(),
             events: VecDeque::new(),
-            outgoing: Outbox::default(),
+            outgoing,
         }
     }
 
@@ -259,14 +260,14 @@ impl ServerConnection {
                             self.state = State::Open;
                             self.events.push_back(ServerEvent::Ready);
                         }
-                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 } else {
                     let reply =
                         ServerMessage::HelloError(ServerHelloError { error: self.options.unsupported_version.clone() });
                     match self.queue(&reply) {
                         Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
-                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 }
             }
@@ -315,7 +316,7 @@ impl ServerConnection {
             ServerMessage::Response(Response::Failure(ErrorResponse { id: request.id.clone(), error: error.clone() }));
         match self.queue(&reply) {
             Ok(()) => self.events.push_back(ServerEvent::Fenced { id: request.id, reason }),
-            Err(error) => self.begin_close(CloseReason::Encode(error)),
+            Err(error) => self.begin_close(error.into_close_reason()),
         }
     }
 
@@ -329,7 +330,9 @@ impl ServerConnection {
     /// [`ConnectionError::NotInFlight`] when `id` is not an admitted request awaiting its answer;
     /// [`ConnectionError::Encode`] when the response cannot be encoded (for example a result
     /// beyond the frame limit): the request then stays in flight, so answer it again, with an
-    /// error for instance.
+    /// error for instance. A response that would take the transmit queue past
+    /// [`ServerOptions::max_pending_transmit`] is not an error: the connection begins closing
+    /// ([`CloseReason::TransmitQueueFull`]) and the request settles without sending.
     pub fn respond(
         &mut self,
         id: &RequestId,
@@ -343,7 +346,7 @@ impl ServerConnection {
                 Ok(result) => Response::Success(SuccessResponse { id: id.clone(), result }),
                 Err(error) => Response::Failure(ErrorResponse { id: id.clone(), error }),
             };
-            self.queue(&ServerMessage::Response(response)).map_err(ConnectionError::Encode)?;
+            self.queue_for_application(&ServerMessage::Response(response))?;
         }
         self.in_flight.remove(id);
         self.finish_if_settled();
@@ -361,7 +364,9 @@ impl ServerConnection {
     /// [`ConnectionError::ForeignRoute`] for a route naming another server,
     /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] after
     /// close, [`ConnectionError::Encode`] if the frame breaks the codec limits. The route is
-    /// unchanged on error.
+    /// unchanged on error. A frame that would take the transmit queue past
+    /// [`ServerOptions::max_pending_transmit`] is not an error: the connection begins closing
+    /// ([`CloseReason::TransmitQueueFull`]) and the route becomes the one to release.
     pub fn set_attachment(&mut self, route: Option<SessionTarget>) -> Result<(), ConnectionError> {
         if let Some(route) = &route {
             if route.server_id != self.server_id {
@@ -373,7 +378,7 @@ impl ServerConnection {
             State::Closed => return Err(ConnectionError::Closed),
             State::Open => {
                 let message = ServerMessage::Attachment(Attachment { attachment: route.clone() });
-                self.queue(&message).map_err(ConnectionError::Encode)?;
+                self.queue_for_application(&message)?;
             }
             State::Closing => {}
         }
@@ -385,14 +390,22 @@ impl ServerConnection {
     ///
     /// # Errors
     /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] once
-    /// closing, [`ConnectionError::Encode`] if the frame breaks the codec limits.
+    /// closing, [`ConnectionError::Encode`] if the frame breaks the codec limits. An update
+    /// that would take the transmit queue past [`ServerOptions::max_pending_transmit`] begins
+    /// closing the connection ([`CloseReason::TransmitQueueFull`]) and returns
+    /// [`ConnectionError::Closed`].
     pub fn publish_update(&mut self, subscription_id: SubscriptionId, update: Payload) -> Result<(), ConnectionError> {
         match self.state {
             State::AwaitingHello => Err(ConnectionError::NotReady),
             State::Closing | State::Closed => Err(ConnectionError::Closed),
-            State::Open => self
-                .queue(&ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id, update }))
-                .map_err(ConnectionError::Encode),
+            State::Open => {
+                let message = ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id, update });
+                if self.queue_for_application(&message)? {
+                    Ok(())
+                } else {
+                    Err(ConnectionError::Closed)
+                }
+            }
         }
     }
 
@@ -465,8 +478,22 @@ impl ServerConnection {
         self.state == State::Closed
     }
 
-    fn queue(&mut self, message: &ServerMessage) -> Result<(), crate::ProtocolError> {
+    fn queue(&mut self, message: &ServerMessage) -> Result<(), QueueError> {
         self.outgoing.queue(message, &self.options.codec)
+    }
+
+    /// Queues a frame the application asked for: `Ok(true)` when queued; `Ok(false)` when it
+    /// would have passed the transmit limit, so the connection began closing and the call goes
+    /// on as on a closing connection.
+    fn queue_for_application(&mut self, message: &ServerMessage) -> Result<bool, ConnectionError> {
+        match self.queue(message) {
+            Ok(()) => Ok(true),
+            Err(QueueError::Encode(error)) => Err(ConnectionError::Encode(error)),
+            Err(full @ QueueError::Full { .. }) => {
+                self.begin_close(full.into_close_reason());
+                Ok(false)
+            }
+        }
     }
 
     fn begin_close(&mut self, reason: CloseReason) {
