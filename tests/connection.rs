@@ -993,6 +993,24 @@ fn server_respond_past_the_cap_settles_and_closes() {
 }
 
 #[test]
+fn server_attachment_past_the_cap_releases_the_new_route() {
+    // Found by the connection_pair fuzz target: with nothing in flight, the connection closed
+    // at once, released the old route, then kept the new one, which nobody released.
+    let limit = server_frame(ServerMessage::Hello(ServerHello { server_id: server_id() })).len() + 10;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    server.set_attachment(Some(route("att-02"))).unwrap();
+    assert_eq!(
+        server_events(&mut server),
+        vec![
+            ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } },
+            ServerEvent::Closed { release: Some(route("att-02")) }
+        ]
+    );
+    assert_eq!(server.attachment(), None);
+    assert_eq!(server.poll_transmit(), None);
+}
+
+#[test]
 fn server_cap_below_its_hello_closes_at_the_handshake() {
     let mut server = ServerConnection::new(server_id(), ServerOptions::default().max_pending_transmit(10));
     server.receive(&hello_frame(8));
