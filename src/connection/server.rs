@@ -378,7 +378,16 @@ impl ServerConnection {
             State::Closed => return Err(ConnectionError::Closed),
             State::Open => {
                 let message = ServerMessage::Attachment(Attachment { attachment: route.clone() });
-                self.queue_for_application(&message)?;
+                match self.queue(&message) {
+                    Ok(()) => {}
+                    Err(QueueError::Encode(error)) => return Err(ConnectionError::Encode(error)),
+                    Err(full @ QueueError::Full { .. }) => {
+                        // The application holds the new route now: it is the one closing releases.
+                        self.attachment = route;
+                        self.begin_close(full.into_close_reason());
+                        return Ok(());
+                    }
+                }
             }
             State::Closing => {}
         }
