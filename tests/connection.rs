@@ -9,12 +9,16 @@ use pi_protocol::connection::{
 };
 use pi_protocol::{
     encode_client_message, encode_server_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage,
-    ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, ProtocolError,
-    Request, RequestId, Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage,
-    ServerMessageDecoder, ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
+    ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, Request, RequestId,
+    Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder,
+    ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
 };
 use proptest::prelude::*;
 use serde_json::json;
+
+#[path = "connection_model/frames.rs"]
+mod frames;
+use frames::FrameCursor;
 
 const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 const OTHER_SERVER: &str = "9c858901-8a57-4791-81fe-4c455b099bc9";
@@ -1141,48 +1145,29 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The bytes one end wrote that the other has not read yet, and where the frames in them end.
+/// The bytes one end wrote that the other has not read yet, and where the reading end stands in
+/// the frames of the stream.
 #[derive(Default)]
 struct Pipe {
     queued: Vec<u8>,
-    /// Stream offsets at which a frame of the written stream ends, ascending.
-    frame_ends: Vec<u64>,
-    written: u64,
-    read: u64,
+    received: FrameCursor,
 }
 
 impl Pipe {
-    /// Appends whole frames, as `poll_transmit` hands them out.
     fn write(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        while let Some((header, tail)) = rest.split_first_chunk::<4>() {
-            let len = usize::try_from(u32::from_be_bytes(*header)).unwrap();
-            rest = &tail[len..];
-            self.written += 4 + u64::try_from(len).unwrap();
-            self.frame_ends.push(self.written);
-        }
-        assert!(rest.is_empty(), "poll_transmit handed out part of a frame");
         self.queued.extend_from_slice(bytes);
     }
 
     /// Takes up to `n` bytes for the reading end.
     fn read(&mut self, n: usize) -> Vec<u8> {
-        let n = n.min(self.queued.len());
-        self.read += u64::try_from(n).unwrap();
-        self.queued.drain(..n).collect()
+        let chunk: Vec<u8> = self.queued.drain(..n.min(self.queued.len())).collect();
+        self.received.feed(&chunk);
+        chunk
     }
 
-    /// What the reading end reports when the application closes it now: `Local` between
-    /// frames, the truncation of the frame it is inside otherwise.
+    /// What the reading end reports when the application closes it now.
     fn close_reason(&self) -> CloseReason {
-        let complete = self.frame_ends.partition_point(|&end| end <= self.read);
-        let start = if complete == 0 { 0 } else { self.frame_ends[complete - 1] };
-        if start == self.read {
-            CloseReason::Local
-        } else {
-            let error = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(start);
-            CloseReason::Violation(Violation::Decode(error))
-        }
+        self.received.close_reason()
     }
 }
 
