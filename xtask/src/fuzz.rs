@@ -74,10 +74,13 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     }
 
     let started = Instant::now();
-    build(&fuzz)?;
+    // The build directory is named explicitly: a CARGO_TARGET_DIR in the environment would
+    // otherwise move the binaries.
+    let target_dir = fuzz.join("target");
+    build(&fuzz, &target_dir)?;
     let built = started.elapsed();
-    let binaries = fuzz.join("target").join(host_triple()?).join("release");
-    let scratch = fuzz.join("target").join("xtask-fuzz");
+    let binaries = target_dir.join(host_triple()?).join("release");
+    let scratch = target_dir.join("xtask-fuzz");
 
     let mut queue: Vec<Run> = Vec::new();
     for target in &targets {
@@ -290,7 +293,7 @@ fn list_targets(fuzz: &Path) -> Result<Vec<String>, String> {
     Ok(targets)
 }
 
-fn build(fuzz: &Path) -> Result<(), String> {
+fn build(fuzz: &Path, target_dir: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let version = Command::new(&cargo).args(["fuzz", "--version"]).output();
     if !version.is_ok_and(|out| out.status.success()) {
@@ -298,7 +301,8 @@ fn build(fuzz: &Path) -> Result<(), String> {
     }
     let status = Command::new(&cargo)
         .current_dir(fuzz)
-        .args(["fuzz", "build", "-s", "none", "-O", "-a"])
+        .args(["fuzz", "build", "-s", "none", "-O", "-a", "--target-dir"])
+        .arg(target_dir)
         .status()
         .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
     if status.success() {
