@@ -1,7 +1,7 @@
 //! [`ClientProbe`]: a [`ClientConnection`] beside a model of what it may do, checked after every
 //! call (the rules of `pi_protocol::connection`, client side).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use pi_protocol::connection::{
     CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, Violation,
@@ -13,6 +13,7 @@ use pi_protocol::{
 
 use super::frames::FrameCursor;
 use super::messages;
+use super::wire::ExpectedFrames;
 
 #[derive(Debug)]
 struct Pending {
@@ -35,8 +36,7 @@ pub struct ClientProbe {
     options: ClientOptions,
     received: FrameCursor,
     wire: ClientMessageDecoder,
-    expected: VecDeque<ClientMessage>,
-    expected_len: usize,
+    expected: ExpectedFrames<ClientMessage>,
     ready: Option<ServerId>,
     route: Option<SessionTarget>,
     pending: Vec<Pending>,
@@ -56,8 +56,7 @@ impl ClientProbe {
             wire: ClientMessageDecoder::with_options(&options.codec),
             options,
             received: FrameCursor::default(),
-            expected: VecDeque::new(),
-            expected_len: 0,
+            expected: ExpectedFrames::default(),
             ready: None,
             route: None,
             pending: Vec::new(),
@@ -79,12 +78,7 @@ impl ClientProbe {
     /// it fits under the transmit limit, `Ok(false)` when it does not (nothing queued).
     fn predict_queue(&mut self, message: ClientMessage) -> Result<bool, pi_protocol::ProtocolError> {
         let frame = encode_client_message_with(&message, &self.options.codec)?;
-        if self.expected_len + frame.len() > self.options.max_pending_transmit {
-            return Ok(false);
-        }
-        self.expected_len += frame.len();
-        self.expected.push_back(message);
-        Ok(true)
+        Ok(self.expected.queue(message, frame.len(), self.options.max_pending_transmit))
     }
 
     /// After a call of the application: no event, or exactly the `Closed` the model predicts.
@@ -107,8 +101,8 @@ impl ClientProbe {
         assert_eq!(self.conn.is_ready(), self.ready.is_some() && self.closed.is_none());
         assert_eq!(self.conn.route(), self.route.as_ref());
         assert_eq!(self.conn.pending_len(), self.pending.len());
-        assert_eq!(self.conn.pending_transmit_len(), self.expected_len, "queued bytes differ from the model");
-        assert!(self.expected_len <= self.options.max_pending_transmit);
+        assert_eq!(self.conn.pending_transmit_len(), self.expected.len(), "queued bytes differ from the model");
+        assert!(self.expected.len() <= self.options.max_pending_transmit);
         if self.closed.is_none() {
             assert_eq!(self.conn.server_id(), self.ready.as_ref());
         }
@@ -253,13 +247,7 @@ impl ClientProbe {
     /// Takes the queued bytes and checks that they are the frames the model expects.
     pub fn transmit(&mut self) -> Vec<u8> {
         let bytes = self.conn.poll_transmit().unwrap_or_default();
-        assert_eq!(bytes.len(), self.expected_len);
-        for message in self.wire.push(&bytes) {
-            let message = message.expect("the client transmits only valid frames");
-            assert_eq!(Some(message), self.expected.pop_front(), "a frame the model did not expect");
-        }
-        assert!(self.expected.is_empty(), "frames the model expected were not transmitted");
-        self.expected_len = 0;
+        self.expected.check_taken(bytes.len(), self.wire.push(&bytes));
         self.check_state();
         bytes
     }

@@ -13,3 +13,4 @@ pub mod messages;
 pub mod pair;
 pub mod peer;
 pub mod server;
+pub mod wire;

@@ -1,8 +1,6 @@
 //! [`ServerProbe`]: a [`ServerConnection`] beside a model of what it may do, checked after every
 //! call (the rules of `pi_protocol::connection`, server side).
 
-use std::collections::VecDeque;
-
 use pi_protocol::connection::{
     CloseReason, ConnectionError, FenceReason, ServerConnection, ServerEvent, ServerOptions, Violation,
 };
@@ -13,6 +11,7 @@ use pi_protocol::{
 
 use super::frames::FrameCursor;
 use super::messages;
+use super::wire::ExpectedFrames;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -39,8 +38,7 @@ pub struct ServerProbe {
     options: ServerOptions,
     received: FrameCursor,
     wire: ServerMessageDecoder,
-    expected: VecDeque<ServerMessage>,
-    expected_len: usize,
+    expected: ExpectedFrames<ServerMessage>,
     state: State,
     attachment: Option<SessionTarget>,
     /// Admitted requests awaiting their answer, in the order they were admitted, with whether
@@ -61,8 +59,7 @@ impl ServerProbe {
             server_id,
             options,
             received: FrameCursor::default(),
-            expected: VecDeque::new(),
-            expected_len: 0,
+            expected: ExpectedFrames::default(),
             state: State::AwaitingHello,
             attachment: None,
             in_flight: Vec::new(),
@@ -86,18 +83,14 @@ impl ServerProbe {
     fn predict_queue(&mut self, message: ServerMessage) -> Result<bool, ProtocolError> {
         assert_eq!(self.state, State::Open, "only an open connection queues frames for the application");
         let frame = encode_server_message_with(&message, &self.options.codec)?;
-        if self.expected_len + frame.len() > self.options.max_pending_transmit {
-            return Ok(false);
-        }
-        self.push_expected(message);
-        Ok(true)
+        Ok(self.expected.queue(message, frame.len(), self.options.max_pending_transmit))
     }
 
     /// A frame the connection queued (its event says so); its size is checked by `check_state`.
     fn push_expected(&mut self, message: ServerMessage) {
         let frame = encode_server_message_with(&message, &self.options.codec).expect("the connection encoded it");
-        self.expected_len += frame.len();
-        self.expected.push_back(message);
+        // Past the limit, the length check of `check_state` fails.
+        self.expected.queue(message, frame.len(), usize::MAX);
     }
 
     fn check_state(&self) {
@@ -108,8 +101,8 @@ impl ServerProbe {
         for (id, _) in &self.in_flight {
             assert!(self.conn.is_in_flight(id));
         }
-        assert_eq!(self.conn.pending_transmit_len(), self.expected_len, "queued bytes differ from the model");
-        assert!(self.expected_len <= self.options.max_pending_transmit);
+        assert_eq!(self.conn.pending_transmit_len(), self.expected.len(), "queued bytes differ from the model");
+        assert!(self.expected.len() <= self.options.max_pending_transmit);
     }
 
     /// Handles one event against the model.
@@ -323,13 +316,7 @@ impl ServerProbe {
     /// Takes the queued bytes and checks that they are the frames the model expects.
     pub fn transmit(&mut self) -> Vec<u8> {
         let bytes = self.conn.poll_transmit().unwrap_or_default();
-        assert_eq!(bytes.len(), self.expected_len);
-        for message in self.wire.push(&bytes) {
-            let message = message.expect("the server transmits only valid frames");
-            assert_eq!(Some(message), self.expected.pop_front(), "a frame the model did not expect");
-        }
-        assert!(self.expected.is_empty(), "frames the model expected were not transmitted");
-        self.expected_len = 0;
+        self.expected.check_taken(bytes.len(), self.wire.push(&bytes));
         self.check_state();
         bytes
     }
