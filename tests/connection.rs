@@ -43,6 +43,11 @@ fn server_target() -> RpcTarget {
     RpcTarget::Server(ServerTarget { server_id: server_id() })
 }
 
+/// A server target naming [`OTHER_SERVER`].
+fn foreign_target() -> RpcTarget {
+    RpcTarget::Server(ServerTarget { server_id: ServerId::new(OTHER_SERVER).unwrap() })
+}
+
 fn payload(value: serde_json::Value) -> Payload {
     Payload::from_value(&value).unwrap()
 }
@@ -95,6 +100,10 @@ fn server_hello() -> Vec<u8> {
 
 fn attachment(route: Option<SessionTarget>) -> Vec<u8> {
     server_frame(ServerMessage::Attachment(Attachment { attachment: route }))
+}
+
+fn update_frame(subscription_id: SubscriptionId, update: Payload) -> Vec<u8> {
+    server_frame(ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id, update }))
 }
 
 fn success(id: &str, result: Option<Payload>) -> Vec<u8> {
@@ -929,7 +938,7 @@ fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
 #[test]
 fn server_not_read_by_its_client_closes_at_the_transmit_cap_instead_of_buffering() {
     // A client that keeps sending requests the connection answers by itself, and never reads.
-    let other = RpcTarget::Server(ServerTarget { server_id: ServerId::new(OTHER_SERVER).unwrap() });
+    let other = foreign_target();
     let reply = server_frame(error_response("r", err("wrong_server", "The target names another server"))).len();
     let limit = 10 * reply + reply / 2;
     let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
@@ -950,17 +959,14 @@ fn server_not_read_by_its_client_closes_at_the_transmit_cap_instead_of_buffering
 fn server_application_frames_past_the_cap_close_the_connection() {
     let sub = SubscriptionId::new("sub-1").unwrap();
     let update = payload(json!("u".repeat(100)));
-    let update_frame = server_frame(ServerMessage::ServiceUpdate(ServiceUpdate {
-        subscription_id: sub.clone(),
-        update: update.clone(),
-    }));
-    let mut server = ready_server(ServerOptions::default().max_pending_transmit(2 * update_frame.len()));
+    let frame = update_frame(sub.clone(), update.clone());
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(2 * frame.len()));
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server_events(&mut server);
     server.publish_update(sub.clone(), update.clone()).unwrap();
     server.publish_update(sub.clone(), update.clone()).unwrap();
     assert_eq!(server.publish_update(sub.clone(), update.clone()), Err(ConnectionError::Closed));
-    let limit = 2 * update_frame.len();
+    let limit = 2 * frame.len();
     assert_eq!(
         server_events(&mut server),
         vec![ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } }]
@@ -968,7 +974,7 @@ fn server_application_frames_past_the_cap_close_the_connection() {
     // The call in flight still settles (without sending), and closing completes.
     server.respond(&rid("a"), Ok(None)).unwrap();
     assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
-    assert_eq!(server.poll_transmit(), Some([update_frame.clone(), update_frame].concat()));
+    assert_eq!(server.poll_transmit(), Some([frame.clone(), frame].concat()));
 }
 
 #[test]
@@ -1000,7 +1006,7 @@ fn server_respond_past_the_cap_settles_and_closes() {
 fn server_attachment_past_the_cap_releases_the_new_route() {
     // Found by the connection_pair fuzz target: with nothing in flight, the connection closed
     // at once, released the old route, then kept the new one, which nobody released.
-    let limit = server_frame(ServerMessage::Hello(ServerHello { server_id: server_id() })).len() + 10;
+    let limit = server_hello().len() + 10;
     let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
     server.set_attachment(Some(route("att-02"))).unwrap();
     assert_eq!(
