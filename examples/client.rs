@@ -101,6 +101,7 @@ fn print_event(event: &ClientEvent) {
             json!({"event": "closed", "reason": reason.to_string(), "unsettled": unsettled})
         }
         ClientEvent::Other(message) => json!({"event": "other", "message": message.to_json()}),
+        other => json!({"event": "unknown", "debug": format!("{other:?}")}),
     };
     println!("{line}");
 }

@@ -130,8 +130,9 @@ async fn serve(stream: TcpStream, server_id: ServerId, conn: u64) {
                 ServerEvent::Cancel { id } => app.cancel(&mut connection, &id),
                 ServerEvent::Closing { .. } => app.abort_all(&mut connection),
                 ServerEvent::Closed { .. } => closed = true,
-                // `Other`: a client message type this build's connection has no rule for; logged only.
-                ServerEvent::Ready | ServerEvent::Fenced { .. } | ServerEvent::Other(_) => {}
+                // `Other` (a client message type this build's connection has no rule for), `Ready`,
+                // `Fenced` and events added later: logged only.
+                _ => {}
             }
         }
         if let Some(bytes) = connection.poll_transmit() {
@@ -182,6 +183,7 @@ fn log(conn: u64, event: &ServerEvent) {
         }
         ServerEvent::Closed { release } => json!({"conn": conn, "event": "closed", "release": release}),
         ServerEvent::Other(message) => json!({"conn": conn, "event": "other", "message": message.to_json()}),
+        other => json!({"conn": conn, "event": "unknown", "debug": format!("{other:?}")}),
     };
     println!("{line}");
 }

@@ -2,7 +2,8 @@
 """Seeds fuzz/corpus/<target>/ from tests/vectors/vectors.jsonl and tests/captures/*.bin.
 
 Each seed is written under the hex SHA-1 of its content (as libFuzzer names its own finds), so
-running this twice adds nothing. The corpora themselves are not checked in (.gitignore).
+running this twice adds nothing. The corpora are checked in; `cargo xtask fuzz` keeps the seeds
+that add coverage when it next minimises them.
 """
 import hashlib
 import json
@@ -16,6 +17,19 @@ def put(target, data):
     folder = corpus / target
     folder.mkdir(parents=True, exist_ok=True)
     (folder / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def first_frames(stream, limit):
+    """The whole frames of `stream` that fit in `limit` bytes (the stream itself if it fits)."""
+    if len(stream) <= limit:
+        return stream
+    end = 0
+    while end + 4 <= len(stream):
+        frame_end = end + 4 + int.from_bytes(stream[end:end + 4], "big")
+        if frame_end > limit:
+            break
+        end = frame_end
+    return stream[:end]
 
 
 def main():
@@ -47,6 +61,18 @@ def main():
             put("chunking", bytes([flag | 3 << 1, 0, 1, 0, 7, 0, 30]) + stream)
     for i in range(64):
         put("round_trip", hashlib.sha256(str(i).encode()).digest() * 8)
+        # connection_pair: operation lists decoded from arbitrary bytes.
+        put("connection_pair", hashlib.sha256(b"pair" + str(i).encode()).digest() * 8)
+    # connection_peer: control byte (end, chunk size, reading, transmit limit), then the peer's
+    # stream: the captured sessions and every decode vector of the other side, each cut to its
+    # frames within the first 8 KiB so that runs stay fast.
+    for capture in sorted((root / "tests" / "captures").glob("*.bin")):
+        end = 1 if "server" in capture.name else 0
+        for control in (end, end | 3 << 1, end | 7 << 1, end | 0x10 | 5 << 1, end | 0x20 | 1 << 1):
+            put("connection_peer", bytes([control]) + first_frames(capture.read_bytes(), 8192))
+    for side, end in (("client", 0), ("server", 1)):
+        for stream in streams[side]:
+            put("connection_peer", bytes([end | 7 << 1]) + first_frames(stream, 8192))
     for target in sorted(p.name for p in corpus.iterdir()):
         print(f"{target}: {len(list((corpus / target).iterdir()))} seeds")
 

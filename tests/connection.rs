@@ -10,11 +10,15 @@ use pi_protocol::connection::{
 use pi_protocol::{
     encode_client_message, encode_server_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage,
     ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode, ErrorKind, ErrorResponse, Payload, Request, RequestId,
-    Response, RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget,
-    ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
+    Response, RpcTarget, Rule, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerMessageDecoder,
+    ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId, SuccessResponse,
 };
 use proptest::prelude::*;
 use serde_json::json;
+
+#[path = "connection_model/frames.rs"]
+mod frames;
+use frames::FrameCursor;
 
 const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 const OTHER_SERVER: &str = "9c858901-8a57-4791-81fe-4c455b099bc9";
@@ -33,6 +37,11 @@ fn route(attachment: &str) -> SessionTarget {
 
 fn server_target() -> RpcTarget {
     RpcTarget::Server(ServerTarget::new(server_id()))
+}
+
+/// A server target naming [`OTHER_SERVER`].
+fn foreign_target() -> RpcTarget {
+    RpcTarget::Server(ServerTarget::new(ServerId::new(OTHER_SERVER).unwrap()))
 }
 
 fn payload(value: serde_json::Value) -> Payload {
@@ -87,6 +96,10 @@ fn server_hello() -> Vec<u8> {
 
 fn attachment(route: Option<SessionTarget>) -> Vec<u8> {
     server_frame(ServerMessage::Attachment(Attachment::new(route)))
+}
+
+fn update_frame(subscription_id: SubscriptionId, update: Payload) -> Vec<u8> {
+    server_frame(ServerMessage::ServiceUpdate(ServiceUpdate::new(subscription_id, update)))
 }
 
 fn success(id: &str, result: Option<Payload>) -> Vec<u8> {
@@ -846,6 +859,226 @@ fn server_disconnect_releases_only_its_own_attachment() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Closing: what is left behind
+
+/// Checks that `reason` is the truncation a close reports when part of a frame starting at
+/// stream offset `offset` was pending.
+fn assert_truncated_at(reason: &CloseReason, offset: usize) {
+    match reason {
+        CloseReason::Violation(Violation::Decode(error)) => {
+            assert_eq!(error.kind(), ErrorKind::Frame);
+            assert_eq!(error.rule(), Rule::TruncatedFrame);
+            assert_eq!(error.offset(), Some(u64::try_from(offset).unwrap()));
+        }
+        other => panic!("expected a truncated-frame violation, got {other:?}"),
+    }
+}
+
+#[test]
+fn client_close_with_a_partial_frame_pending_reports_the_truncated_frame() {
+    // Part of a header, and part of a payload: both are frames the peer never finished.
+    for cut in [2, attachment(None).len() - 1] {
+        let mut client = ready_client();
+        let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+        client.receive(&attachment(None)[..cut]);
+        assert_eq!(client.poll_event(), None, "a partial frame is not an event yet");
+        client.close();
+        let events = client_events(&mut client);
+        assert_eq!(events.len(), 1, "{events:?}");
+        let ClientEvent::Closed { reason, unsettled } = &events[0] else { panic!("expected Closed, got {events:?}") };
+        assert_truncated_at(reason, server_hello().len());
+        assert_eq!(unsettled, &vec![id]);
+    }
+}
+
+#[test]
+fn client_close_between_frames_is_local() {
+    let mut client = ready_client();
+    client.receive(&attachment(None));
+    client_events(&mut client);
+    client.close();
+    assert_eq!(client_events(&mut client), vec![ClientEvent::Closed { reason: CloseReason::Local, unsettled: vec![] }]);
+}
+
+#[test]
+fn server_disconnect_with_a_partial_frame_pending_reports_the_truncated_frame() {
+    let mut server = ready_server(ServerOptions::default());
+    server.receive(&request_frame("a", server_target(), Payload::null()));
+    let frame = request_frame("b", server_target(), Payload::null());
+    server.receive(&frame[..frame.len() / 2]);
+    assert!(matches!(&server_events(&mut server)[..], [ServerEvent::Request(r)] if r.id == rid("a")));
+    server.disconnect();
+    let events = server_events(&mut server);
+    assert_eq!(events.len(), 1, "a is still in flight: {events:?}");
+    let ServerEvent::Closing { reason } = &events[0] else { panic!("expected Closing, got {events:?}") };
+    assert_truncated_at(reason, hello_frame(8).len() + request_frame("a", server_target(), Payload::null()).len());
+    server.respond(&rid("a"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+}
+
+#[test]
+fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
+    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    server.receive(&hello_frame(8)[..3]);
+    server.disconnect();
+    let events = server_events(&mut server);
+    let [ServerEvent::Closing { reason }, ServerEvent::Closed { release: None }] = &events[..] else {
+        panic!("expected Closing then Closed, got {events:?}")
+    };
+    assert_truncated_at(reason, 0);
+}
+
+#[test]
+fn server_not_read_by_its_client_closes_at_the_transmit_cap_instead_of_buffering() {
+    // A client that keeps sending requests the connection answers by itself, and never reads.
+    let other = foreign_target();
+    let reply = server_frame(error_response("r", err("wrong_server", "The target names another server"))).len();
+    let limit = 10 * reply + reply / 2;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    for _ in 0..1000 {
+        server.receive(&request_frame("r", other.clone(), Payload::null()));
+        assert!(server.pending_transmit_len() <= limit, "{} queued", server.pending_transmit_len());
+    }
+    let events = server_events(&mut server);
+    assert_eq!(events.len(), 12, "{events:?}");
+    assert!(events[..10].iter().all(|e| *e == ServerEvent::Fenced { id: rid("r"), reason: FenceReason::WrongServer }));
+    assert_eq!(events[10], ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } });
+    assert_eq!(events[11], ServerEvent::Closed { release: None });
+    // What was queued is whole frames, all of them sendable.
+    assert_eq!(server_messages(server.poll_transmit()).len(), 10);
+}
+
+#[test]
+fn server_application_frames_past_the_cap_close_the_connection() {
+    let sub = SubscriptionId::new("sub-1").unwrap();
+    let update = payload(json!("u".repeat(100)));
+    let frame = update_frame(sub.clone(), update.clone());
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(2 * frame.len()));
+    server.receive(&request_frame("a", server_target(), Payload::null()));
+    server_events(&mut server);
+    server.publish_update(sub.clone(), update.clone()).unwrap();
+    server.publish_update(sub.clone(), update.clone()).unwrap();
+    assert_eq!(server.publish_update(sub.clone(), update.clone()), Err(ConnectionError::Closed));
+    let limit = 2 * frame.len();
+    assert_eq!(
+        server_events(&mut server),
+        vec![ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } }]
+    );
+    // The call in flight still settles (without sending), and closing completes.
+    server.respond(&rid("a"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+    assert_eq!(server.poll_transmit(), Some([frame.clone(), frame].concat()));
+}
+
+#[test]
+fn server_respond_past_the_cap_settles_and_closes() {
+    let result = payload(json!("r".repeat(100)));
+    let limit = success("a", Some(result.clone())).len() * 3 / 2;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    server.set_attachment(Some(route("att-01"))).unwrap();
+    server.poll_transmit();
+    let mut bytes = request_frame("a", server_target(), Payload::null());
+    bytes.extend(request_frame("b", server_target(), Payload::null()));
+    bytes.extend(request_frame("c", server_target(), Payload::null()));
+    server.receive(&bytes);
+    assert_eq!(server_events(&mut server).len(), 3);
+    server.respond(&rid("a"), Ok(Some(result.clone()))).unwrap();
+    server.respond(&rid("b"), Ok(Some(result.clone()))).unwrap();
+    assert!(!server.is_in_flight(&rid("b")), "settled, though not sent");
+    assert_eq!(
+        server_events(&mut server),
+        vec![ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } }]
+    );
+    server.set_attachment(None).unwrap();
+    server.respond(&rid("c"), Ok(None)).unwrap();
+    assert_eq!(server_events(&mut server), vec![ServerEvent::Closed { release: None }]);
+    assert_eq!(server.poll_transmit(), Some(success("a", Some(result))));
+}
+
+#[test]
+fn server_attachment_past_the_cap_releases_the_new_route() {
+    // Found by the connection_pair fuzz target: with nothing in flight, the connection closed
+    // at once, released the old route, then kept the new one, which nobody released.
+    let limit = server_hello().len() + 10;
+    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    server.set_attachment(Some(route("att-02"))).unwrap();
+    assert_eq!(
+        server_events(&mut server),
+        vec![
+            ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit } },
+            ServerEvent::Closed { release: Some(route("att-02")) }
+        ]
+    );
+    assert_eq!(server.attachment(), None);
+    assert_eq!(server.poll_transmit(), None);
+}
+
+#[test]
+fn server_cap_below_its_hello_closes_at_the_handshake() {
+    let mut server = ServerConnection::new(server_id(), ServerOptions::default().max_pending_transmit(10));
+    server.receive(&hello_frame(8));
+    assert_eq!(
+        server_events(&mut server),
+        vec![
+            ServerEvent::Closing { reason: CloseReason::TransmitQueueFull { limit: 10 } },
+            ServerEvent::Closed { release: None }
+        ]
+    );
+    assert_eq!(server.poll_transmit(), None);
+}
+
+#[test]
+fn client_not_read_by_its_server_closes_at_the_transmit_cap() {
+    let request = request_frame("req-1", server_target(), Payload::null()).len();
+    let limit = hello_frame(8).len() + 2 * request + 1;
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(limit));
+    client.receive(&server_hello());
+    client_events(&mut client);
+    let a = client.request(CallTarget::Server, Payload::null()).unwrap();
+    let b = client.request(CallTarget::Server, Payload::null()).unwrap();
+    assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::Closed));
+    assert!(!client.cancel(&a));
+    assert_eq!(
+        client_events(&mut client),
+        vec![ClientEvent::Closed { reason: CloseReason::TransmitQueueFull { limit }, unsettled: vec![a, b] }]
+    );
+    assert_eq!(client.pending_transmit_len(), limit - 1);
+    assert_eq!(client_messages(client.poll_transmit()).len(), 3);
+}
+
+#[test]
+fn client_whose_output_is_drained_never_reaches_the_cap() {
+    let request = request_frame("req-1", server_target(), Payload::null()).len();
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(hello_frame(8).len()));
+    client.poll_transmit().unwrap();
+    client.receive(&server_hello());
+    assert_eq!(client.request(CallTarget::Server, Payload::null()), Err(ConnectionError::Closed), "{request} > cap");
+
+    // Room for one request with an id of up to three digits.
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(request + 2));
+    client.poll_transmit().unwrap();
+    client.receive(&server_hello());
+    for _ in 0..100 {
+        let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+        client.poll_transmit().unwrap();
+        assert!(client.cancel(&id), "the cancel is smaller than the request");
+        client.poll_transmit().unwrap();
+    }
+    assert!(!client.is_closed());
+}
+
+#[test]
+fn client_cap_below_its_hello_starts_closed() {
+    let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(14));
+    assert!(client.is_closed());
+    assert_eq!(client.poll_transmit(), None);
+    assert_eq!(
+        client_events(&mut client),
+        vec![ClientEvent::Closed { reason: CloseReason::TransmitQueueFull { limit: 14 }, unsettled: vec![] }]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Client and server together
 
 #[test]
@@ -911,12 +1144,38 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// The bytes one end wrote that the other has not read yet, and where the reading end stands in
+/// the frames of the stream.
+#[derive(Default)]
+struct Pipe {
+    queued: Vec<u8>,
+    received: FrameCursor,
+}
+
+impl Pipe {
+    fn write(&mut self, bytes: &[u8]) {
+        self.queued.extend_from_slice(bytes);
+    }
+
+    /// Takes up to `n` bytes for the reading end.
+    fn read(&mut self, n: usize) -> Vec<u8> {
+        let chunk: Vec<u8> = self.queued.drain(..n.min(self.queued.len())).collect();
+        self.received.feed(&chunk);
+        chunk
+    }
+
+    /// What the reading end reports when the application closes it now.
+    fn close_reason(&self) -> CloseReason {
+        self.received.close_reason()
+    }
+}
+
 /// The test's view of both ends, checking invariants as events arrive.
 struct Harness {
     client: ClientConnection,
     server: ServerConnection,
-    to_server: Vec<u8>,
-    to_client: Vec<u8>,
+    to_server: Pipe,
+    to_client: Pipe,
     /// An independent decoder of the client's output, to check every frame that leaves.
     wire_client: ClientMessageDecoder,
     /// Client side: the route of the last `attachment` event.
@@ -941,8 +1200,8 @@ impl Harness {
         Harness {
             client,
             server: ServerConnection::new(server_id(), ServerOptions::default()),
-            to_server: Vec::new(),
-            to_client: Vec::new(),
+            to_server: Pipe::default(),
+            to_client: Pipe::default(),
             wire_client: ClientMessageDecoder::new(),
             client_route: None,
             settled: HashMap::new(),
@@ -959,7 +1218,7 @@ impl Harness {
 
     fn with_output(mut self, bytes: Vec<u8>) -> Self {
         self.check_client_output(&bytes);
-        self.to_server.extend(bytes);
+        self.to_server.write(&bytes);
         self
     }
 
@@ -988,7 +1247,7 @@ impl Harness {
     fn drain_client(&mut self) {
         if let Some(bytes) = self.client.poll_transmit() {
             self.check_client_output(&bytes);
-            self.to_server.extend(bytes);
+            self.to_server.write(&bytes);
         }
         while let Some(event) = self.client.poll_event() {
             assert!(self.unsettled_at_close.is_none(), "event after Closed: {event:?}");
@@ -1003,12 +1262,13 @@ impl Harness {
                 ClientEvent::Update { .. } => panic!("no updates in this test"),
                 ClientEvent::Other(message) => panic!("the server sent a message of no known type: {message:?}"),
                 ClientEvent::Closed { reason, unsettled } => {
-                    assert_eq!(reason, CloseReason::Local, "no violation between two correct ends");
+                    assert_eq!(reason, self.to_client.close_reason(), "no violation between two correct ends");
                     for id in &unsettled {
                         assert_eq!(self.settled[id], 0, "closed lists a settled request");
                     }
                     self.unsettled_at_close = Some(unsettled);
                 }
+                other => panic!("an event this test does not know: {other:?}"),
             }
         }
     }
@@ -1016,7 +1276,7 @@ impl Harness {
     fn drain_server(&mut self) {
         if let Some(bytes) = self.server.poll_transmit() {
             assert!(!self.server_closing, "bytes sent after closing");
-            self.to_client.extend(bytes);
+            self.to_client.write(&bytes);
         }
         while let Some(event) = self.server.poll_event() {
             assert!(self.released.is_none(), "event after Closed: {event:?}");
@@ -1033,7 +1293,9 @@ impl Harness {
                     assert_eq!(reason, FenceReason::StaleRoute, "{id:?}");
                 }
                 ServerEvent::Closing { reason } => {
-                    assert_eq!(reason, CloseReason::Local);
+                    // No violation between two correct ends; a disconnect inside a frame
+                    // reports the truncation.
+                    assert_eq!(reason, self.to_server.close_reason());
                     self.server_closing = true;
                 }
                 ServerEvent::Closed { release } => {
@@ -1046,6 +1308,7 @@ impl Harness {
                     }
                     self.released = Some(release);
                 }
+                other => panic!("an event this test does not know: {other:?}"),
             }
         }
     }
@@ -1096,13 +1359,11 @@ impl Harness {
                 }
             }
             Step::ToServer(n) => {
-                let n = n.min(self.to_server.len());
-                let chunk: Vec<u8> = self.to_server.drain(..n).collect();
+                let chunk = self.to_server.read(n);
                 self.server.receive(&chunk);
             }
             Step::ToClient(n) => {
-                let n = n.min(self.to_client.len());
-                let chunk: Vec<u8> = self.to_client.drain(..n).collect();
+                let chunk = self.to_client.read(n);
                 self.client.receive(&chunk);
             }
             Step::Disconnect => self.server.disconnect(),
@@ -1116,13 +1377,13 @@ impl Harness {
     /// all bytes are delivered, until nothing moves.
     fn settle(&mut self) {
         loop {
-            let before = (self.to_server.len(), self.to_client.len(), self.outstanding.len());
+            let before = (self.to_server.queued.len(), self.to_client.queued.len(), self.outstanding.len());
             while !self.outstanding.is_empty() {
                 self.apply(&Step::Respond { pick: 0, ok: true });
             }
             self.apply(&Step::ToServer(usize::MAX));
             self.apply(&Step::ToClient(usize::MAX));
-            if before == (0, 0, 0) && self.to_server.is_empty() && self.to_client.is_empty() {
+            if before == (0, 0, 0) && self.to_server.queued.is_empty() && self.to_client.queued.is_empty() {
                 break;
             }
         }

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation};
+use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
     RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget, SubscriptionId,
@@ -24,6 +24,37 @@ pub struct ClientOptions {
     /// Request ids are this prefix followed by a decimal counter starting at 1 (default:
     /// [`DEFAULT_REQUEST_ID_PREFIX`]).
     pub request_id_prefix: String,
+    /// The most bytes the connection keeps queued for the transport (default
+    /// [`DEFAULT_MAX_PENDING_TRANSMIT`], 64 MiB): [`ClientConnection::pending_transmit_len`]
+    /// never exceeds it, so a server that stops reading cannot make the client buffer without
+    /// bound. Set it with [`max_pending_transmit`](Self::max_pending_transmit); see there for
+    /// what happens when it is reached.
+    pub max_pending_transmit: usize,
+}
+
+impl ClientOptions {
+    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+    ///
+    /// When a frame would take the queued bytes past it, the frame is not queued and the
+    /// connection closes with [`CloseReason::TransmitQueueFull`] ([`ClientEvent::Closed`]
+    /// lists the pending requests): [`ClientConnection::request`] returns
+    /// [`ConnectionError::Closed`] and [`ClientConnection::cancel`] `false`. The queue empties
+    /// each time the driver takes it with [`ClientConnection::poll_transmit`], so a driver
+    /// should take bytes only as fast as it can write them. Keep the limit at or above the
+    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent; a
+    /// limit below the `hello` frame (15 bytes) starts the connection closed.
+    ///
+    /// ```
+    /// use pi_protocol::connection::{ClientOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+    /// assert_eq!(ClientOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+    /// let options = ClientOptions::default().max_pending_transmit(1 << 20);
+    /// assert_eq!(options.max_pending_transmit, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
+        self.max_pending_transmit = bytes;
+        self
+    }
 }
 
 impl Default for ClientOptions {
@@ -32,6 +63,7 @@ impl Default for ClientOptions {
             codec: CodecOptions::default(),
             version: PROTOCOL_VERSION,
             request_id_prefix: DEFAULT_REQUEST_ID_PREFIX.to_owned(),
+            max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
     }
 }
@@ -48,6 +80,7 @@ pub enum CallTarget {
 
 /// What a [`ClientConnection`] reports to the application, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ClientEvent {
     /// The server accepted the handshake and names the logical server; requests may be made.
     Ready {
@@ -143,9 +176,11 @@ impl ClientConnection {
     /// A connection that has queued its `hello` (offering [`ClientOptions::version`]).
     ///
     /// If even `hello` cannot be encoded under `options.codec` (a frame limit below 15 bytes),
-    /// the connection starts closed with [`CloseReason::Encode`].
+    /// the connection starts closed with [`CloseReason::Encode`]; if it does not fit under
+    /// [`ClientOptions::max_pending_transmit`], with [`CloseReason::TransmitQueueFull`].
     pub fn new(options: ClientOptions) -> Self {
         let decoder = ServerMessageDecoder::with_options(&options.codec);
+        let outgoing = Outbox::new(options.max_pending_transmit);
         let mut connection = ClientConnection {
             options,
             decoder,
@@ -154,11 +189,11 @@ impl ClientConnection {
             pending: HashMap::new(),
             next_id: 1,
             events: VecDeque::new(),
-            outgoing: Outbox::default(),
+            outgoing,
         };
         let hello = ClientMessage::from(ClientHello::new(Integer::from(connection.options.version)));
         if let Err(error) = connection.queue(&hello) {
-            connection.close_with(CloseReason::Encode(error));
+            connection.close_with(error.into_close_reason());
         }
         connection
     }
@@ -246,7 +281,9 @@ impl ClientConnection {
     /// [`ConnectionError::NotReady`] before the server's `hello`, [`ConnectionError::Closed`]
     /// after close, [`ConnectionError::NoRoute`] for a session call with no current route,
     /// [`ConnectionError::Encode`] when the frame breaks the codec limits. Nothing is queued
-    /// and no id is used up on error.
+    /// and no id is used up on error. A frame that would take the transmit queue past
+    /// [`ClientOptions::max_pending_transmit`] closes the connection
+    /// ([`CloseReason::TransmitQueueFull`]) and returns [`ConnectionError::Closed`].
     pub fn request(&mut self, target: CallTarget, call: Payload) -> Result<RequestId, ConnectionError> {
         let server_id = match &self.state {
             State::AwaitingHello => return Err(ConnectionError::NotReady),
@@ -261,7 +298,14 @@ impl ClientConnection {
         let id = RequestId::new(format!("{}{sequence}", self.options.request_id_prefix))
             .expect("a prefix followed by digits is never empty");
         let message = ClientMessage::from(Request::new(id.clone(), target.clone(), call));
-        self.queue(&message).map_err(ConnectionError::Encode)?;
+        match self.queue(&message) {
+            Ok(()) => {}
+            Err(QueueError::Encode(error)) => return Err(ConnectionError::Encode(error)),
+            Err(full @ QueueError::Full { .. }) => {
+                self.close_with(full.into_close_reason());
+                return Err(ConnectionError::Closed);
+            }
+        }
         self.next_id += 1;
         self.pending.insert(id.clone(), Pending { sequence, target, cancel_sent: false });
         Ok(id)
@@ -272,6 +316,9 @@ impl ClientConnection {
     ///
     /// Returns whether a `cancel` was queued: cancelling an unknown or settled request, or one
     /// already cancelled, does nothing. The request stays pending until its response arrives.
+    /// A `cancel` that would take the transmit queue past
+    /// [`ClientOptions::max_pending_transmit`] closes the connection
+    /// ([`CloseReason::TransmitQueueFull`]) and returns `false`.
     pub fn cancel(&mut self, id: &RequestId) -> bool {
         if self.state == State::Closed {
             return false;
@@ -289,17 +336,27 @@ impl ClientConnection {
                 }
                 true
             }
-            Err(_) => false,
+            Err(full @ QueueError::Full { .. }) => {
+                self.close_with(full.into_close_reason());
+                false
+            }
+            Err(QueueError::Encode(_)) => false,
         }
     }
 
     /// Closes the connection: call it when the transport ends or the application stops.
     ///
-    /// Queues [`ClientEvent::Closed`] with [`CloseReason::Local`] and the pending requests;
-    /// later calls do nothing. Bytes already queued stay available from
-    /// [`poll_transmit`](Self::poll_transmit).
+    /// Queues [`ClientEvent::Closed`] with the pending requests and [`CloseReason::Local`] —
+    /// or, when the bytes received so far end inside a frame, with
+    /// [`CloseReason::Violation`] holding the `Frame`/`TruncatedFrame` error (offset of the cut
+    /// frame), since that partial frame is discarded. Later calls do nothing. Bytes already
+    /// queued stay available from [`poll_transmit`](Self::poll_transmit).
     pub fn close(&mut self) {
-        self.close_with(CloseReason::Local);
+        if self.state == State::Closed {
+            return;
+        }
+        let reason = super::local_close_reason(self.decoder.end());
+        self.close_with(reason);
     }
 
     /// The next event, in order, or `None` when there is none yet.
@@ -351,7 +408,7 @@ impl ClientConnection {
         self.pending.len()
     }
 
-    fn queue(&mut self, message: &ClientMessage) -> Result<(), crate::ProtocolError> {
+    fn queue(&mut self, message: &ClientMessage) -> Result<(), QueueError> {
         self.outgoing.queue(message, &self.options.codec)
     }
 

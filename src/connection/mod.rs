@@ -32,6 +32,12 @@
 //!   without a rule here: it is passed to the application as [`ClientEvent::Other`] or
 //!   [`ServerEvent::Other`], and the connection stays open. Before the handshake it is a
 //!   violation, like any frame that does not answer or start the handshake.
+//! - **What closing leaves behind.** Closing while a frame is only partly received reports
+//!   that frame as truncated ([`Violation::Decode`]), not as a clean [`CloseReason::Local`].
+//!   The bytes queued for the transport are capped (`max_pending_transmit` of
+//!   [`ClientOptions`] and [`ServerOptions`], 64 MiB by default): a peer that stops reading
+//!   makes the connection close with [`CloseReason::TransmitQueueFull`] instead of buffering
+//!   without bound.
 //!
 //! # Example: a client and a server talking through memory
 //!
@@ -76,10 +82,17 @@ use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
 pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
 pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
 
+/// The default of [`ClientOptions::max_pending_transmit`] and
+/// [`ServerOptions::max_pending_transmit`]: 64 MiB, four frames of the default frame limit.
+pub const DEFAULT_MAX_PENDING_TRANSMIT: usize = 64 * 1024 * 1024;
+
 /// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CloseReason {
-    /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`]).
+    /// The application closed it ([`ClientConnection::close`], [`ServerConnection::disconnect`])
+    /// between two frames. Closing while a frame is only partly received is a
+    /// [`Violation::Decode`] with the `Frame`/`TruncatedFrame` error instead.
     Local,
     /// Client side: the server answered `hello` with `hello_error` carrying this error.
     Rejected(ErrorBody),
@@ -91,6 +104,13 @@ pub enum CloseReason {
     /// A frame the connection itself had to send (a `hello`, a fencing error) could not be
     /// encoded under the configured codec limits.
     Encode(ProtocolError),
+    /// Queuing a frame would have taken the bytes waiting for the transport past `limit`
+    /// ([`ClientOptions::max_pending_transmit`], [`ServerOptions::max_pending_transmit`]): the
+    /// peer stopped reading, or the driver stopped writing. The frame was not queued.
+    TransmitQueueFull {
+        /// The configured limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for CloseReason {
@@ -101,14 +121,29 @@ impl fmt::Display for CloseReason {
             CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
             CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
             CloseReason::Encode(error) => write!(f, "cannot encode a connection frame: {error}"),
+            CloseReason::TransmitQueueFull { limit } => {
+                write!(f, "more than {limit} bytes would be waiting for the transport")
+            }
         }
+    }
+}
+
+/// Why a connection the application closes stops: [`CloseReason::Local`], unless `end` (the
+/// decoder's verdict on the stream received so far) says the peer stopped inside a frame.
+fn local_close_reason(end: Result<(), ProtocolError>) -> CloseReason {
+    match end {
+        Ok(()) => CloseReason::Local,
+        Err(error) => CloseReason::Violation(Violation::Decode(error)),
     }
 }
 
 /// A protocol rule the peer broke. The connection closes when it sees one.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Violation {
-    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4).
+    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4),
+    /// or the connection was closed with a frame only partly received (`Frame`/`TruncatedFrame`,
+    /// as a decoder reports at the end of the stream).
     Decode(ProtocolError),
     /// The first frame was not `hello` (client side: anything before the server's `hello` or
     /// `hello_error`; server side: anything before the client's `hello`).
@@ -136,6 +171,7 @@ impl fmt::Display for Violation {
 
 /// An application call the connection refused. The connection's state is unchanged by it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConnectionError {
     /// The handshake has not completed yet: nothing but `hello` may be sent before it.
     NotReady,
@@ -177,20 +213,57 @@ impl std::error::Error for ConnectionError {
 }
 
 /// The bytes a connection has queued for its transport: whole frames, in order, encoded straight
-/// into one buffer.
-#[derive(Debug, Default)]
+/// into one buffer that never holds more than `limit` bytes.
+#[derive(Debug)]
 pub(crate) struct Outbox {
     bytes: Vec<u8>,
+    limit: usize,
+}
+
+/// Why [`Outbox::queue`] queued nothing.
+#[derive(Debug)]
+pub(crate) enum QueueError {
+    /// The message could not be encoded under the codec options.
+    Encode(ProtocolError),
+    /// The frame would have taken the queue past its limit.
+    Full {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl QueueError {
+    /// The reason a connection closes with when a frame of its own cannot be queued.
+    pub(crate) fn into_close_reason(self) -> CloseReason {
+        match self {
+            QueueError::Encode(error) => CloseReason::Encode(error),
+            QueueError::Full { limit } => CloseReason::TransmitQueueFull { limit },
+        }
+    }
 }
 
 impl Outbox {
-    /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused.
+    /// An empty queue holding at most `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
+        Outbox { bytes: Vec::new(), limit }
+    }
+
+    /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused
+    /// or when the frame would take the queue past its limit.
     pub(crate) fn queue<M: Encode + Validate>(
         &mut self,
         message: &M,
         options: &CodecOptions,
-    ) -> Result<(), ProtocolError> {
-        encode_message_into(message, options, &mut self.bytes)
+    ) -> Result<(), QueueError> {
+        let start = self.bytes.len();
+        encode_message_into(message, options, &mut self.bytes).map_err(QueueError::Encode)?;
+        // The frame is checked once encoded: it is at most the frame limit, so the buffer never
+        // exceeds the queue limit by more than one frame, and only until this truncation.
+        if self.bytes.len() > self.limit {
+            self.bytes.truncate(start);
+            return Err(QueueError::Full { limit: self.limit });
+        }
+        Ok(())
     }
 
     /// Every queued byte, or `None` when nothing is queued.

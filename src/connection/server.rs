@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{CloseReason, ConnectionError, Outbox, Violation};
+use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode,
     ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
@@ -46,6 +46,41 @@ pub struct ServerOptions {
     /// How many admitted requests may be in flight at once (default
     /// [`DEFAULT_MAX_IN_FLIGHT`]); bounds the memory a client can make the connection hold.
     pub max_in_flight: usize,
+    /// The most bytes the connection keeps queued for the transport (default
+    /// [`DEFAULT_MAX_PENDING_TRANSMIT`], 64 MiB): [`ServerConnection::pending_transmit_len`]
+    /// never exceeds it, so a client that keeps sending but stops reading (fencing errors are
+    /// queued without the application) cannot make the server buffer without bound. Set it with
+    /// [`max_pending_transmit`](Self::max_pending_transmit); see there for what happens when it
+    /// is reached.
+    pub max_pending_transmit: usize,
+}
+
+impl ServerOptions {
+    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+    ///
+    /// When a frame would take the queued bytes past it, the frame is not queued and the
+    /// connection begins closing with [`CloseReason::TransmitQueueFull`]
+    /// ([`ServerEvent::Closing`]: it stops reading and sends nothing new). The call that
+    /// queued the frame then behaves as on a closing connection:
+    /// [`ServerConnection::respond`] settles the request without sending and returns `Ok`,
+    /// [`ServerConnection::set_attachment`] only changes the route to release,
+    /// [`ServerConnection::publish_update`] returns [`ConnectionError::Closed`]; a fencing
+    /// error or a `hello` the connection could not queue is simply not sent. The queue empties
+    /// each time the driver takes it with [`ServerConnection::poll_transmit`], so a driver
+    /// should take bytes only as fast as it can write them. Keep the limit at or above the
+    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent.
+    ///
+    /// ```
+    /// use pi_protocol::connection::{ServerOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+    /// assert_eq!(ServerOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+    /// let options = ServerOptions::default().max_pending_transmit(1 << 20);
+    /// assert_eq!(options.max_pending_transmit, 1 << 20);
+    /// ```
+    #[must_use]
+    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
+        self.max_pending_transmit = bytes;
+        self
+    }
 }
 
 fn body(code: &str, message: &str) -> ErrorBody {
@@ -65,12 +100,14 @@ impl Default for ServerOptions {
             duplicate_id: body("duplicate_request", "A request with this id is already in flight"),
             too_many_requests: body("too_many_requests", "Too many requests in flight"),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
     }
 }
 
 /// Why the connection answered a request itself instead of admitting it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FenceReason {
     /// The id is already in flight ([`ServerOptions::duplicate_id`]).
     ///
@@ -88,6 +125,7 @@ pub enum FenceReason {
 
 /// What a [`ServerConnection`] reports to the application, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServerEvent {
     /// The client's `hello` offered version 8 and was answered with `hello`.
     Ready,
@@ -180,6 +218,7 @@ impl ServerConnection {
     /// A connection for the logical server `server_id`, waiting for the client's `hello`.
     pub fn new(server_id: ServerId, options: ServerOptions) -> Self {
         let decoder = ClientMessageDecoder::with_options(&options.codec);
+        let outgoing = Outbox::new(options.max_pending_transmit);
         ServerConnection {
             server_id,
             options,
@@ -188,7 +227,7 @@ impl ServerConnection {
             attachment: None,
             in_flight: HashMap::new(),
             events: VecDeque::new(),
-            outgoing: Outbox::default(),
+            outgoing,
         }
     }
 
@@ -228,13 +267,13 @@ impl ServerConnection {
                             self.state = State::Open;
                             self.events.push_back(ServerEvent::Ready);
                         }
-                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 } else {
                     let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
                     match self.queue(&reply) {
                         Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
-                        Err(error) => self.begin_close(CloseReason::Encode(error)),
+                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 }
             }
@@ -289,7 +328,7 @@ impl ServerConnection {
         let reply = ServerMessage::from(Response::from(ErrorResponse::new(request.id.clone(), error.clone())));
         match self.queue(&reply) {
             Ok(()) => self.events.push_back(ServerEvent::Fenced { id: request.id, reason }),
-            Err(error) => self.begin_close(CloseReason::Encode(error)),
+            Err(error) => self.begin_close(error.into_close_reason()),
         }
     }
 
@@ -303,7 +342,9 @@ impl ServerConnection {
     /// [`ConnectionError::NotInFlight`] when `id` is not an admitted request awaiting its answer;
     /// [`ConnectionError::Encode`] when the response cannot be encoded (for example a result
     /// beyond the frame limit): the request then stays in flight, so answer it again, with an
-    /// error for instance.
+    /// error for instance. A response that would take the transmit queue past
+    /// [`ServerOptions::max_pending_transmit`] is not an error: the connection begins closing
+    /// ([`CloseReason::TransmitQueueFull`]) and the request settles without sending.
     pub fn respond(
         &mut self,
         id: &RequestId,
@@ -317,7 +358,7 @@ impl ServerConnection {
                 Ok(result) => Response::from(success(id.clone(), result)),
                 Err(error) => Response::from(ErrorResponse::new(id.clone(), error)),
             };
-            self.queue(&ServerMessage::Response(response)).map_err(ConnectionError::Encode)?;
+            self.queue_for_application(&ServerMessage::Response(response))?;
         }
         self.in_flight.remove(id);
         self.finish_if_settled();
@@ -335,7 +376,9 @@ impl ServerConnection {
     /// [`ConnectionError::ForeignRoute`] for a route naming another server,
     /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] after
     /// close, [`ConnectionError::Encode`] if the frame breaks the codec limits. The route is
-    /// unchanged on error.
+    /// unchanged on error. A frame that would take the transmit queue past
+    /// [`ServerOptions::max_pending_transmit`] is not an error: the connection begins closing
+    /// ([`CloseReason::TransmitQueueFull`]) and the route becomes the one to release.
     pub fn set_attachment(&mut self, route: Option<SessionTarget>) -> Result<(), ConnectionError> {
         if let Some(route) = &route {
             if route.server_id != self.server_id {
@@ -347,7 +390,16 @@ impl ServerConnection {
             State::Closed => return Err(ConnectionError::Closed),
             State::Open => {
                 let message = ServerMessage::from(Attachment::new(route.clone()));
-                self.queue(&message).map_err(ConnectionError::Encode)?;
+                match self.queue(&message) {
+                    Ok(()) => {}
+                    Err(QueueError::Encode(error)) => return Err(ConnectionError::Encode(error)),
+                    Err(full @ QueueError::Full { .. }) => {
+                        // The application holds the new route now: it is the one closing releases.
+                        self.attachment = route;
+                        self.begin_close(full.into_close_reason());
+                        return Ok(());
+                    }
+                }
             }
             State::Closing => {}
         }
@@ -359,24 +411,39 @@ impl ServerConnection {
     ///
     /// # Errors
     /// [`ConnectionError::NotReady`] before the handshake, [`ConnectionError::Closed`] once
-    /// closing, [`ConnectionError::Encode`] if the frame breaks the codec limits.
+    /// closing, [`ConnectionError::Encode`] if the frame breaks the codec limits. An update
+    /// that would take the transmit queue past [`ServerOptions::max_pending_transmit`] begins
+    /// closing the connection ([`CloseReason::TransmitQueueFull`]) and returns
+    /// [`ConnectionError::Closed`].
     pub fn publish_update(&mut self, subscription_id: SubscriptionId, update: Payload) -> Result<(), ConnectionError> {
         match self.state {
             State::AwaitingHello => Err(ConnectionError::NotReady),
             State::Closing | State::Closed => Err(ConnectionError::Closed),
-            State::Open => self
-                .queue(&ServerMessage::from(ServiceUpdate::new(subscription_id, update)))
-                .map_err(ConnectionError::Encode),
+            State::Open => {
+                let message = ServerMessage::from(ServiceUpdate::new(subscription_id, update));
+                if self.queue_for_application(&message)? {
+                    Ok(())
+                } else {
+                    Err(ConnectionError::Closed)
+                }
+            }
         }
     }
 
     /// The transport went away, or the application drops the client: stop reading and sending.
     ///
-    /// Reports [`ServerEvent::Closing`] with [`CloseReason::Local`] (unless already closing);
-    /// [`ServerEvent::Closed`] with the route to release follows once every admitted request
-    /// has been settled with [`respond`](Self::respond) — at once if none is in flight.
+    /// Reports [`ServerEvent::Closing`] (unless already closing) with [`CloseReason::Local`] —
+    /// or, when the bytes received so far end inside a frame, with [`CloseReason::Violation`]
+    /// holding the `Frame`/`TruncatedFrame` error (offset of the cut frame), since that partial
+    /// frame is discarded. [`ServerEvent::Closed`] with the route to release follows once every
+    /// admitted request has been settled with [`respond`](Self::respond) — at once if none is
+    /// in flight.
     pub fn disconnect(&mut self) {
-        self.begin_close(CloseReason::Local);
+        if !self.reading() {
+            return;
+        }
+        let reason = super::local_close_reason(self.decoder.end());
+        self.begin_close(reason);
     }
 
     /// The next event, in order, or `None` when there is none yet.
@@ -432,8 +499,22 @@ impl ServerConnection {
         self.state == State::Closed
     }
 
-    fn queue(&mut self, message: &ServerMessage) -> Result<(), crate::ProtocolError> {
+    fn queue(&mut self, message: &ServerMessage) -> Result<(), QueueError> {
         self.outgoing.queue(message, &self.options.codec)
+    }
+
+    /// Queues a frame the application asked for: `Ok(true)` when queued; `Ok(false)` when it
+    /// would have passed the transmit limit, so the connection began closing and the call goes
+    /// on as on a closing connection.
+    fn queue_for_application(&mut self, message: &ServerMessage) -> Result<bool, ConnectionError> {
+        match self.queue(message) {
+            Ok(()) => Ok(true),
+            Err(QueueError::Encode(error)) => Err(ConnectionError::Encode(error)),
+            Err(full @ QueueError::Full { .. }) => {
+                self.begin_close(full.into_close_reason());
+                Ok(false)
+            }
+        }
     }
 
     fn begin_close(&mut self, reason: CloseReason) {

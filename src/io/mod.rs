@@ -47,6 +47,7 @@ pub struct AsyncUsageDoc;
 /// assert_eq!(error.to_string(), "invalid frame: stream ended inside a frame");
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The bytes (or the message to send) break the protocol; see [`ProtocolError`].
     #[error(transparent)]

@@ -12,16 +12,21 @@
 //!   against the reference package, run by node (see `conformance.rs`).
 //! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
 //!   (see `bench_reference.rs` and `docs/PERFORMANCE.md`).
+//! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
+//!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
+//!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
 
 use std::process::ExitCode;
 
 mod bench_reference;
 mod codegen;
 mod conformance;
+mod fuzz;
 mod growth;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
+       cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
                and tests/downstream/chat.rs from tests/downstream/chat.json
@@ -31,7 +36,11 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
   conformance [--cases N] [--seed S]
                differential test against the reference package (needs node and npm)
   bench-reference [--seconds S]
-               time the reference package on the benchmark frames (needs node and npm)";
+               time the reference package on the benchmark frames (needs node and npm)
+  fuzz [--check] [--seconds N] [--jobs J] [--target T]...
+               run the fuzz targets N seconds each (default 60), J at a time (default 1), and
+               minimise what they found into fuzz/corpus/; --check writes nothing (CI)
+               (needs cargo fuzz: cargo install cargo-fuzz --locked)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,6 +51,7 @@ fn main() -> ExitCode {
         ["conformance", rest @ ..] => conformance::run(rest),
         ["growth", rest @ ..] => growth::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
+        ["fuzz", rest @ ..] => fuzz::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

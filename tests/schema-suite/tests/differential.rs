@@ -63,7 +63,8 @@ fn close_records(value: &mut Value) {
     match value {
         Value::Object(map) => {
             if !map.contains_key("additionalProperties") {
-                let values = map.get("patternProperties").and_then(Value::as_object).and_then(|p| p.values().next()).cloned();
+                let values =
+                    map.get("patternProperties").and_then(Value::as_object).and_then(|p| p.values().next()).cloned();
                 if let Some(values) = values {
                     map.insert("additionalProperties".into(), values);
                 }
