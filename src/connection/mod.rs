@@ -33,6 +33,9 @@
 //!   [`ServerEvent::Other`], and the connection stays open. Before the handshake it is a
 //!   violation, like any frame that does not answer or start the handshake.
 //!
+//! The third role, the coordinator that routes many clients to many server processes, is the
+//! [`Router`], with rules of its own: see the [`router`] module.
+//!
 //! # Example: a client and a server talking through memory
 //!
 //! ```
@@ -65,6 +68,7 @@
 //! ```
 
 mod client;
+pub mod router;
 mod server;
 
 use std::fmt;
@@ -74,6 +78,10 @@ use pi_protocol_runtime::{encode_message_into, CodecOptions, Encode, Validate};
 use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
 
 pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
+pub use router::{
+    CallEffect, CallInspector, ClientKey, Refusal, Router, RouterEvent, RouterOptions, Transmit, UpstreamKey,
+    DEFAULT_MAX_SUBSCRIPTIONS,
+};
 pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
 
 /// Why a connection stopped, carried by [`ClientEvent::Closed`] and [`ServerEvent::Closing`].
