@@ -97,20 +97,20 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
+    let outcome = match parse_args() {
+        Ok(args) => run(args).await,
+        Err(usage) => {
+            eprintln!("{usage}");
             return ExitCode::from(2);
         }
     };
-    match run(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+    outcome.map_or_else(
+        |message| {
             eprintln!("router: {message}");
             ExitCode::FAILURE
-        }
-    }
+        },
+        |()| ExitCode::SUCCESS,
+    )
 }
 
 async fn run(args: Args) -> Result<(), String> {

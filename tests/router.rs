@@ -632,14 +632,21 @@ fn rule7_a_departing_client_closes_its_dedicated_upstreams() {
     assert_eq!(h.router.upstream_server_id(a), None);
 }
 
-#[test]
-fn rule7_a_departed_holder_subscription_is_unsubscribed_and_reserved_until_answered() {
-    let mut h = Harness::with(Router::new(sid(A), RouterOptions::default()).with_inspector(Chord));
+/// A router with `inspector`, one shared upstream on which a client subscribed to `sub-1` and
+/// then left, and another client.
+fn departed_subscriber(inspector: impl CallInspector + 'static) -> (Harness, UpstreamKey, ClientKey) {
+    let mut h = Harness::with(Router::new(sid(A), RouterOptions::default()).with_inspector(inspector));
     let upstream = h.shared(A);
     let (leaving, next) = (h.client(), h.client());
     h.send(leaving, request("s", server_target(A), call("subscribe", json!(["sub-1"]))));
     h.receive(upstream, success("req-1", None));
     h.router.disconnect_client(leaving);
+    (h, upstream, next)
+}
+
+#[test]
+fn rule7_a_departed_holder_subscription_is_unsubscribed_and_reserved_until_answered() {
+    let (mut h, upstream, next) = departed_subscriber(Chord);
     let unsubscribe = request("req-2", server_target(A), call("unsubscribe", json!(["sub-1"])));
     assert_eq!(h.transmits(), vec![to_upstream(upstream, unsubscribe)]);
     let out = h.send(next, request("n", server_target(A), call("subscribe", json!(["sub-1"]))));
@@ -655,13 +662,7 @@ fn rule7_a_departed_holder_subscription_is_unsubscribed_and_reserved_until_answe
 
 #[test]
 fn rule7_without_an_unsubscribe_call_a_departed_holder_subscription_is_freed_at_once() {
-    let inspector = |request: &Request| Chord.inspect(request);
-    let mut h = Harness::with(Router::new(sid(A), RouterOptions::default()).with_inspector(inspector));
-    let upstream = h.shared(A);
-    let (leaving, next) = (h.client(), h.client());
-    h.send(leaving, request("s", server_target(A), call("subscribe", json!(["sub-1"]))));
-    h.receive(upstream, success("req-1", None));
-    h.router.disconnect_client(leaving);
+    let (mut h, upstream, next) = departed_subscriber(|request: &Request| Chord.inspect(request));
     assert_eq!(h.transmits(), vec![]);
     let out = h.send(next, request("n", server_target(A), call("subscribe", json!(["sub-1"]))));
     assert_eq!(

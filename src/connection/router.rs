@@ -155,11 +155,13 @@
 
 mod envelope;
 mod inspect;
+mod keys;
 mod options;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
+use self::keys::{upstream_id, upstream_sequence, KeyMap};
 use super::{CloseReason, ConnectionError, Violation};
 use crate::{
     is_supported_protocol_version, Attachment, Cancel, ClientHello, ClientMessage, Request, RequestId, Response,
@@ -304,7 +306,7 @@ enum ClientStage {
 #[derive(Debug)]
 struct Pending {
     upstream: UpstreamKey,
-    upstream_id: RequestId,
+    /// The counter of its upstream id.
     sequence: u64,
 }
 
@@ -314,13 +316,13 @@ struct Client {
     /// Pending requests by the client's id.
     pending: HashMap<RequestId, Pending>,
     /// How many of them each upstream holds.
-    pending_per_upstream: HashMap<UpstreamKey, usize>,
+    pending_per_upstream: KeyMap<UpstreamKey, usize>,
     /// The subscriptions it holds on shared upstreams.
     subscriptions: HashSet<(UpstreamKey, SubscriptionId)>,
     /// Every dedicated upstream added for it.
     dedicated: Vec<UpstreamKey>,
     /// The dedicated upstreams that announced a `serverId`.
-    routes: HashMap<ServerId, UpstreamKey>,
+    routes: KeyMap<ServerId, UpstreamKey>,
 }
 
 /// What a forwarded request does to subscriptions, once answered.
@@ -352,8 +354,8 @@ struct Upstream {
     /// The `serverId` of its `hello`; `None` until then.
     server_id: Option<ServerId>,
     next_id: u64,
-    /// Forwarded requests by upstream id.
-    flights: HashMap<RequestId, Flight>,
+    /// Forwarded requests by the counter of their upstream id.
+    flights: KeyMap<u64, Flight>,
     /// Subscription holders (shared upstreams).
     subscriptions: HashMap<SubscriptionId, ClientKey>,
     /// An attachment waiting for the next response (shared upstreams, rule 6).
@@ -373,10 +375,10 @@ pub struct Router {
     home: ServerId,
     options: RouterOptions,
     inspector: Option<Box<dyn CallInspector>>,
-    clients: HashMap<ClientKey, Client>,
-    upstreams: HashMap<UpstreamKey, Upstream>,
+    clients: KeyMap<ClientKey, Client>,
+    upstreams: KeyMap<UpstreamKey, Upstream>,
     /// The shared upstream serving each `serverId`.
-    shared: HashMap<ServerId, UpstreamKey>,
+    shared: KeyMap<ServerId, UpstreamKey>,
     next_client: u64,
     next_upstream: u64,
     transmits: VecDeque<Transmit>,
@@ -407,9 +409,9 @@ impl Router {
             home,
             options,
             inspector: None,
-            clients: HashMap::new(),
-            upstreams: HashMap::new(),
-            shared: HashMap::new(),
+            clients: KeyMap::default(),
+            upstreams: KeyMap::default(),
+            shared: KeyMap::default(),
             next_client: 1,
             next_upstream: 1,
             transmits: VecDeque::new(),
@@ -444,10 +446,10 @@ impl Router {
         let client = Client {
             stage: ClientStage::AwaitingHello,
             pending: HashMap::new(),
-            pending_per_upstream: HashMap::new(),
+            pending_per_upstream: KeyMap::default(),
             subscriptions: HashSet::new(),
             dedicated: Vec::new(),
-            routes: HashMap::new(),
+            routes: KeyMap::default(),
         };
         self.clients.insert(key, client);
         key
@@ -619,14 +621,14 @@ impl Router {
         };
         let target = target.clone();
         let Some((upstream_id, sequence)) = self.next_upstream_id(upstream) else { return };
-        let (client_id, message) = envelope::readdress_request(request, upstream_id.clone());
+        let (client_id, message) = envelope::readdress_request(request, upstream_id);
         let flight =
             Flight { client, client_id: Some(client_id.clone()), target, sequence, cancel_sent: false, effect };
         if let Some(u) = self.upstreams.get_mut(&upstream) {
-            u.flights.insert(upstream_id.clone(), flight);
+            u.flights.insert(sequence, flight);
         }
         if let Some(c) = self.clients.get_mut(&client) {
-            c.pending.insert(client_id, Pending { upstream, upstream_id, sequence });
+            c.pending.insert(client_id, Pending { upstream, sequence });
             *c.pending_per_upstream.entry(upstream).or_insert(0) += 1;
         }
         self.transmits.push_back(Transmit::ToUpstream { upstream, message });
@@ -637,9 +639,7 @@ impl Router {
         let u = self.upstreams.get_mut(&upstream)?;
         let sequence = u.next_id;
         u.next_id += 1;
-        let id = RequestId::new(format!("{}{sequence}", self.options.request_id_prefix))
-            .expect("a prefix followed by digits is never empty");
-        Some((id, sequence))
+        Some((upstream_id(&self.options.request_id_prefix, sequence), sequence))
     }
 
     /// Asks the inspector what `request` does on a shared upstream and registers a subscription
@@ -689,16 +689,15 @@ impl Router {
     fn route_cancel(&mut self, client: ClientKey, cancel: Cancel) {
         let (id, target) = envelope::cancel_parts(cancel);
         let Some(pending) = self.clients.get(&client).and_then(|c| c.pending.get(&id)) else { return };
-        let upstream = pending.upstream;
-        let Some(flight) = self.upstreams.get_mut(&upstream).and_then(|u| u.flights.get_mut(&pending.upstream_id))
-        else {
+        let (upstream, sequence) = (pending.upstream, pending.sequence);
+        let Some(flight) = self.upstreams.get_mut(&upstream).and_then(|u| u.flights.get_mut(&sequence)) else {
             return;
         };
         if flight.cancel_sent || flight.target != target {
             return;
         }
         flight.cancel_sent = true;
-        let message = envelope::cancel(pending.upstream_id.clone(), target);
+        let message = envelope::cancel(upstream_id(&self.options.request_id_prefix, sequence), target);
         self.transmits.push_back(Transmit::ToUpstream { upstream, message });
     }
 
@@ -721,19 +720,20 @@ impl Router {
             self.release_subscription(client, upstream, subscription);
         }
         // Cancels for what is still pending upstream, in the order it was sent.
-        let mut pending: Vec<(UpstreamKey, u64, RequestId)> = self
+        let mut pending: Vec<(UpstreamKey, u64)> = self
             .clients
             .get(&client)
-            .map(|c| c.pending.values().map(|p| (p.upstream, p.sequence, p.upstream_id.clone())).collect())
+            .map(|c| c.pending.values().map(|p| (p.upstream, p.sequence)).collect())
             .unwrap_or_default();
-        pending.sort_unstable_by_key(|(upstream, sequence, _)| (*upstream, *sequence));
-        for (upstream, _, upstream_id) in pending {
-            let Some(flight) = self.upstreams.get_mut(&upstream).and_then(|u| u.flights.get_mut(&upstream_id)) else {
+        pending.sort_unstable();
+        for (upstream, sequence) in pending {
+            let Some(flight) = self.upstreams.get_mut(&upstream).and_then(|u| u.flights.get_mut(&sequence)) else {
                 continue;
             };
             if !flight.cancel_sent {
                 flight.cancel_sent = true;
-                let message = envelope::cancel(upstream_id, flight.target.clone());
+                let id = upstream_id(&self.options.request_id_prefix, sequence);
+                let message = envelope::cancel(id, flight.target.clone());
                 self.transmits.push_back(Transmit::ToUpstream { upstream, message });
             }
         }
@@ -767,7 +767,7 @@ impl Router {
         let effect = Effect::Closes(subscription);
         let flight = Flight { client, client_id: None, target: target.clone(), sequence, cancel_sent: false, effect };
         if let Some(u) = self.upstreams.get_mut(&upstream) {
-            u.flights.insert(upstream_id.clone(), flight);
+            u.flights.insert(sequence, flight);
         }
         let message = envelope::request(upstream_id, target, call);
         self.transmits.push_back(Transmit::ToUpstream { upstream, message });
@@ -812,7 +812,7 @@ impl Router {
             owner,
             server_id: None,
             next_id: 1,
-            flights: HashMap::new(),
+            flights: KeyMap::default(),
             subscriptions: HashMap::new(),
             held_attachment: None,
             holder: None,
@@ -851,7 +851,9 @@ impl Router {
     fn route_response(&mut self, upstream: UpstreamKey, response: Response) {
         let Some(u) = self.upstreams.get_mut(&upstream) else { return };
         let (upstream_id, ok) = envelope::response_head(&response);
-        let Some(flight) = u.flights.remove(upstream_id) else {
+        let flight = upstream_sequence(&self.options.request_id_prefix, upstream_id)
+            .and_then(|sequence| u.flights.remove(&sequence));
+        let Some(flight) = flight else {
             let violation = Violation::UnknownResponse(upstream_id.clone());
             return self.close_upstream(upstream, CloseReason::Violation(violation));
         };
