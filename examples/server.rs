@@ -105,8 +105,6 @@ async fn main() -> ExitCode {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;
-                // Answers are small frames written as they are ready: do not hold them for Nagle.
-                let _ = stream.set_nodelay(true);
                 tasks.spawn(serve(stream, args.server_id.clone(), accepted, args.quiet));
             }
             Err(e) => eprintln!("server: accept failed: {e}"),

@@ -40,7 +40,9 @@
 //! # Rules
 //!
 //! On top of PROTOCOL.md section 4 (envelopes) and the connection rules of the
-//! [module docs](super); `tests/router.rs` holds one test per rule.
+//! [module docs](super); `tests/router.rs` holds one test per rule, and a property test that
+//! drives many clients and server connections through a router in random interleavings (rule 8
+//! above all).
 //!
 //! 1. **Client handshake.** The router answers a client's `hello` itself. Version 8 is answered
 //!    with a `hello` naming the router's *home* `serverId` (given to [`Router::new`]; a
