@@ -95,7 +95,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-#[tokio::main]
+// One task owns the router and every message passes through it: on one thread, handing a
+// message between a reader, the router and a writer wakes no other thread.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let outcome = match parse_args() {
         Ok(args) => run(args).await,

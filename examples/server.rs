@@ -105,6 +105,10 @@ async fn main() -> ExitCode {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;
+                // Answers go out as soon as they are ready: Nagle's algorithm would hold a small
+                // write back until the previous one is acknowledged, which stalls a connection
+                // that carries many clients' calls (a coordinator's).
+                let _ = stream.set_nodelay(true);
                 tasks.spawn(serve(stream, args.server_id.clone(), accepted, args.quiet));
             }
             Err(e) => eprintln!("server: accept failed: {e}"),
