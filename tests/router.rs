@@ -661,6 +661,22 @@ fn rule7_a_departed_holder_subscription_is_unsubscribed_and_reserved_until_answe
 }
 
 #[test]
+fn rule7_any_answer_to_an_unsubscribe_on_behalf_frees_the_id_and_a_late_route_is_released() {
+    let (mut h, upstream, next) = departed_subscriber(Chord);
+    h.transmits();
+    h.events();
+    // A route published just before that answer is the departed client's: released at once.
+    h.receive(upstream, attachment(Some(route(A, "att-late"))));
+    assert_eq!(h.receive(upstream, failure("req-2", error_body("not_found"))), vec![]);
+    assert_eq!(h.events(), vec![RouterEvent::Release { upstream, route: route(A, "att-late") }]);
+    let out = h.send(next, request("n", server_target(A), call("subscribe", json!(["sub-1"]))));
+    assert_eq!(
+        out,
+        vec![to_upstream(upstream, request("req-3", server_target(A), call("subscribe", json!(["sub-1"]))))]
+    );
+}
+
+#[test]
 fn rule7_without_an_unsubscribe_call_a_departed_holder_subscription_is_freed_at_once() {
     let (mut h, upstream, next) = departed_subscriber(|request: &Request| Chord.inspect(request));
     assert_eq!(h.transmits(), vec![]);

@@ -778,8 +778,11 @@ impl Router {
     /// Reports the route `client` (departed) holds on `upstream` once nothing of it is pending
     /// there (rule 7).
     fn release_if_settled(&mut self, client: ClientKey, upstream: UpstreamKey) {
-        let Some(c) = self.clients.get(&client) else { return };
-        if c.stage != ClientStage::Departed || c.pending_per_upstream.get(&upstream).is_some_and(|n| *n > 0) {
+        // A client without a record left with nothing pending.
+        let settled = self.clients.get(&client).map_or(true, |c| {
+            c.stage == ClientStage::Departed && c.pending_per_upstream.get(&upstream).map_or(true, |n| *n == 0)
+        });
+        if !settled {
             return;
         }
         let Some(u) = self.upstreams.get_mut(&upstream) else { return };
@@ -860,9 +863,13 @@ impl Router {
             return self.close_upstream(upstream, CloseReason::Violation(violation));
         };
         let attachment = u.held_attachment.take();
+        // A failed subscribe frees its id, so does a successful unsubscribe, and so does any
+        // answer to one the router sent for a departed client.
         match &flight.effect {
             Effect::Opened(subscription) if !ok => self.unsubscribe(upstream, flight.client, subscription),
-            Effect::Closes(subscription) if ok => self.unsubscribe(upstream, flight.client, subscription),
+            Effect::Closes(subscription) if ok || flight.client_id.is_none() => {
+                self.unsubscribe(upstream, flight.client, subscription);
+            }
             _ => {}
         }
         let client = flight.client;
