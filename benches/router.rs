@@ -28,8 +28,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 use peak_alloc::PeakAlloc;
 use pi_protocol::connection::{ClientKey, Router, RouterOptions, Transmit};
 use pi_protocol::{
-    encode_client_message, encode_server_message, ClientHello, ClientMessage, ClientMessageDecoder, Integer, Payload,
-    Request, RequestId, Response, RpcTarget, ServerHello, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget,
+    encode_client_message, encode_server_message, ClientHello, ClientMessage, ClientMessageDecoder, Payload, Request,
+    RequestId, Response, RpcTarget, ServerHello, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget,
     SuccessResponse,
 };
 use serde_json::json;
@@ -43,15 +43,15 @@ const CLIENTS: usize = 64;
 // ---- Envelopes, built in one place.
 
 fn server_target(server: &str) -> RpcTarget {
-    RpcTarget::Server(ServerTarget { server_id: ServerId::new(server).unwrap() })
+    RpcTarget::Server(ServerTarget::new(ServerId::new(server).unwrap()))
 }
 
 fn request(id: RequestId, target: RpcTarget, call: Payload) -> ClientMessage {
-    ClientMessage::Request(Request { id, target, call })
+    ClientMessage::Request(Request::new(id, target, call))
 }
 
 fn success(id: RequestId, result: Payload) -> ServerMessage {
-    ServerMessage::Response(Response::Success(SuccessResponse { id, result: Some(result) }))
+    ServerMessage::Response(Response::Success(SuccessResponse::new(id).with_result(result)))
 }
 
 /// The `small` workload's call.
@@ -77,13 +77,13 @@ impl Bench {
         let mut router = Router::new(home, RouterOptions::default());
         for server in SERVERS {
             let upstream = router.add_upstream();
-            let hello = ServerHello { server_id: ServerId::new(server).unwrap() };
+            let hello = ServerHello::new(ServerId::new(server).unwrap());
             router.upstream_message(upstream, ServerMessage::Hello(hello));
         }
         let mut next = Vec::new();
         for i in 0..CLIENTS {
             let client = router.add_client();
-            router.client_message(client, ClientMessage::Hello(ClientHello { version: Integer::from(8u8) }));
+            router.client_message(client, ClientMessage::Hello(ClientHello::new(8u32)));
             let id = RequestId::new(format!("c-{i}")).unwrap();
             next.push((client, Some(request(id, server_target(SERVERS[i % 2]), call.clone()))));
         }

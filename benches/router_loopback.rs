@@ -23,8 +23,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures_util::{SinkExt, StreamExt};
 use pi_protocol::io::ClientCodec;
 use pi_protocol::{
-    ClientHello, ClientMessage, Integer, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage,
-    ServerTarget,
+    ClientHello, ClientMessage, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerTarget,
 };
 use serde_json::json;
 use tokio::net::TcpStream;
@@ -45,13 +44,13 @@ type Connection = Framed<TcpStream, ClientCodec>;
 // ---- Envelopes, built in one place.
 
 fn hello() -> ClientMessage {
-    ClientMessage::Hello(ClientHello { version: Integer::from(8u8) })
+    ClientMessage::Hello(ClientHello::new(8u32))
 }
 
 fn catalogue(id: RequestId, server: &str) -> ClientMessage {
     let call = Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []})).unwrap();
-    let target = RpcTarget::Server(ServerTarget { server_id: ServerId::new(server).unwrap() });
-    ClientMessage::Request(Request { id, target, call })
+    let target = RpcTarget::Server(ServerTarget::new(ServerId::new(server).unwrap()));
+    ClientMessage::Request(Request::new(id, target, call))
 }
 
 /// One client: its connection and the requests of one round.

@@ -190,7 +190,7 @@ async fn announced_server_id(address: &str) -> Result<ServerId, String> {
 /// Accepts clients until `limit` have connected.
 async fn accept(listener: TcpListener, inputs: mpsc::Sender<Input>, limit: Option<u64>) {
     let mut accepted = 0u64;
-    while limit.map_or(true, |limit| accepted < limit) {
+    while limit.is_none_or(|limit| accepted < limit) {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;

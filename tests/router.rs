@@ -11,7 +11,7 @@ use pi_protocol::connection::{
 };
 use pi_protocol::{
     encode_client_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage, ErrorBody, ErrorCode,
-    ErrorResponse, Integer, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
+    ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
     ServerMessage, ServerMessageDecoder, ServerTarget, ServiceUpdate, SessionId, SessionTarget, SubscriptionId,
     SuccessResponse,
 };
@@ -38,15 +38,11 @@ fn sub(id: &str) -> SubscriptionId {
 }
 
 fn server_target(server: &str) -> RpcTarget {
-    RpcTarget::Server(ServerTarget { server_id: sid(server) })
+    RpcTarget::Server(ServerTarget::new(sid(server)))
 }
 
 fn route(server: &str, attachment: &str) -> SessionTarget {
-    SessionTarget {
-        server_id: sid(server),
-        session_id: SessionId::new("s-1").unwrap(),
-        attachment_id: AttachmentId::new(attachment).unwrap(),
-    }
+    SessionTarget::new(sid(server), SessionId::new("s-1").unwrap(), AttachmentId::new(attachment).unwrap())
 }
 
 fn payload(value: Value) -> Payload {
@@ -58,39 +54,41 @@ fn call(member: &str, args: Value) -> Payload {
 }
 
 fn error_body(code: &str) -> ErrorBody {
-    ErrorBody { code: ErrorCode::new(code).unwrap(), message: String::new() }
+    ErrorBody::new(ErrorCode::new(code).unwrap(), "")
 }
 
 fn hello(version: u32) -> ClientMessage {
-    ClientMessage::Hello(ClientHello { version: Integer::from(version) })
+    ClientMessage::Hello(ClientHello::new(version))
 }
 
 fn request(id: &str, target: RpcTarget, call: Payload) -> ClientMessage {
-    ClientMessage::Request(Request { id: rid(id), target, call })
+    ClientMessage::Request(Request::new(rid(id), target, call))
 }
 
 fn cancel(id: &str, target: RpcTarget) -> ClientMessage {
-    ClientMessage::Cancel(Cancel { id: rid(id), target })
+    ClientMessage::Cancel(Cancel::new(rid(id), target))
 }
 
 fn server_hello(server: &str) -> ServerMessage {
-    ServerMessage::Hello(ServerHello { server_id: sid(server) })
+    ServerMessage::Hello(ServerHello::new(sid(server)))
 }
 
 fn success(id: &str, result: Option<Payload>) -> ServerMessage {
-    ServerMessage::Response(Response::Success(SuccessResponse { id: rid(id), result }))
+    let mut success = SuccessResponse::new(rid(id));
+    success.result = result;
+    ServerMessage::Response(Response::Success(success))
 }
 
 fn failure(id: &str, error: ErrorBody) -> ServerMessage {
-    ServerMessage::Response(Response::Failure(ErrorResponse { id: rid(id), error }))
+    ServerMessage::Response(Response::Failure(ErrorResponse::new(rid(id), error)))
 }
 
 fn update(subscription: &str, value: Payload) -> ServerMessage {
-    ServerMessage::ServiceUpdate(ServiceUpdate { subscription_id: sub(subscription), update: value })
+    ServerMessage::ServiceUpdate(ServiceUpdate::new(sub(subscription), value))
 }
 
 fn attachment(route: Option<SessionTarget>) -> ServerMessage {
-    ServerMessage::Attachment(Attachment { attachment: route })
+    ServerMessage::Attachment(Attachment::new(route))
 }
 
 fn to_client(client: ClientKey, message: ServerMessage) -> Transmit {
@@ -207,7 +205,7 @@ fn rule1_client_offering_another_version_gets_hello_error_and_is_closed() {
     let mut h =
         Harness::with(Router::new(sid(A), RouterOptions::default().unsupported_version(error_body("speak_eight"))));
     let client = h.router.add_client();
-    let hello_error = ServerMessage::HelloError(ServerHelloError { error: error_body("speak_eight") });
+    let hello_error = ServerMessage::HelloError(ServerHelloError::new(error_body("speak_eight")));
     assert_eq!(h.send(client, hello(7)), vec![to_client(client, hello_error)]);
     assert_eq!(h.events(), vec![RouterEvent::ClientClosed { client, reason: CloseReason::UnsupportedVersion(7) }]);
     assert_eq!(h.send(client, hello(8)), vec![], "a closed client is ignored");
@@ -249,7 +247,7 @@ fn rule2_upstream_hello_error_other_first_frame_or_late_hello_closes_it() {
     let mut h = Harness::new();
     let late = h.shared(A);
     let rejected = h.router.add_upstream();
-    let refusal = ServerMessage::HelloError(ServerHelloError { error: error_body("unsupported_version") });
+    let refusal = ServerMessage::HelloError(ServerHelloError::new(error_body("unsupported_version")));
     h.router.upstream_message(rejected, refusal);
     let early = h.router.add_upstream();
     h.router.upstream_message(early, attachment(None));

@@ -11,8 +11,7 @@ use std::path::Path;
 
 use pi_protocol::io::{write_client_message, ServerMessageReader};
 use pi_protocol::{
-    ClientHello, ClientMessage, Integer, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage,
-    ServerTarget,
+    ClientHello, ClientMessage, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerTarget,
 };
 use serde_json::{json, Value};
 
@@ -39,15 +38,15 @@ fn servers(examples: &Path) -> (Process, Process, String, String) {
 
 fn request(id: &str, server: &str) -> ClientMessage {
     let call = Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []})).unwrap();
-    let target = RpcTarget::Server(ServerTarget { server_id: ServerId::new(server).unwrap() });
-    ClientMessage::Request(Request { id: RequestId::new(id).unwrap(), target, call })
+    let target = RpcTarget::Server(ServerTarget::new(ServerId::new(server).unwrap()));
+    ClientMessage::Request(Request::new(RequestId::new(id).unwrap(), target, call))
 }
 
 /// A blocking client of its own: one connection, a request to B and one to an unknown server.
 fn raw_client(address: &str) -> Vec<ServerMessage> {
     let mut stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
-    write_client_message(&mut stream, &ClientMessage::Hello(ClientHello { version: Integer::from(8u8) })).unwrap();
+    write_client_message(&mut stream, &ClientMessage::Hello(ClientHello::new(8u32))).unwrap();
     write_client_message(&mut stream, &request("to-b", B)).unwrap();
     write_client_message(&mut stream, &request("to-nobody", UNKNOWN)).unwrap();
     let mut reader = ServerMessageReader::new(stream.try_clone().unwrap());

@@ -109,6 +109,10 @@
 //!    later requests for it are refused until another upstream announces it; its subscriptions,
 //!    route holder and any attachment held for a response are forgotten.
 //!
+//! A message of a type the schema gains later has no routing rule here: the router drops it
+//! (the connection state machines hand such messages to their application instead; a router has
+//! no application to hand them to, and cannot know where they belong).
+//!
 //! The driver closes a client's transport after [`RouterEvent::ClientClosed`] and an upstream's
 //! after [`RouterEvent::UpstreamClosed`], once it has written the transmits queued for them.
 //!
@@ -127,24 +131,24 @@
 //! // The upstream handshake: the router says hello, the server answers with its serverId.
 //! let upstream = router.add_upstream();
 //! assert!(matches!(router.poll_transmit(), Some(Transmit::ToUpstream { message: ClientMessage::Hello(_), .. })));
-//! router.upstream_message(upstream, ServerMessage::Hello(ServerHello { server_id: server_id.clone() }));
+//! router.upstream_message(upstream, ServerMessage::Hello(ServerHello::new(server_id.clone())));
 //! assert!(matches!(router.poll_event(), Some(RouterEvent::UpstreamReady { .. })));
 //!
 //! // The client handshake is answered by the router.
 //! let client = router.add_client();
-//! router.client_message(client, ClientMessage::Hello(ClientHello { version: 8u8.into() }));
+//! router.client_message(client, ClientMessage::Hello(ClientHello::new(8u32)));
 //! assert!(matches!(router.poll_transmit(), Some(Transmit::ToClient { message: ServerMessage::Hello(_), .. })));
 //!
 //! // A request travels upstream under an id of the router's, its answer comes back under the client's.
-//! let target = RpcTarget::Server(ServerTarget { server_id });
+//! let target = RpcTarget::Server(ServerTarget::new(server_id));
 //! let call = Payload::from_json_str(r#"{"serviceId":"$chord.service","member":"catalogue","args":[]}"#)?;
 //! let id = RequestId::new("mine-1")?;
-//! router.client_message(client, ClientMessage::Request(Request { id: id.clone(), target, call }));
+//! router.client_message(client, ClientMessage::Request(Request::new(id.clone(), target, call)));
 //! let Some(Transmit::ToUpstream { message: ClientMessage::Request(forwarded), .. }) = router.poll_transmit() else {
 //!     panic!("expected the forwarded request")
 //! };
 //! assert_eq!(forwarded.id.as_str(), "req-1");
-//! let answer = Response::Success(SuccessResponse { id: forwarded.id, result: None });
+//! let answer = Response::Success(SuccessResponse::new(forwarded.id));
 //! router.upstream_message(upstream, ServerMessage::Response(answer));
 //! let Some(Transmit::ToClient { client: to, message: ServerMessage::Response(Response::Success(back)) }) =
 //!     router.poll_transmit()
@@ -779,8 +783,8 @@ impl Router {
     /// there (rule 7).
     fn release_if_settled(&mut self, client: ClientKey, upstream: UpstreamKey) {
         // A client without a record left with nothing pending.
-        let settled = self.clients.get(&client).map_or(true, |c| {
-            c.stage == ClientStage::Departed && c.pending_per_upstream.get(&upstream).map_or(true, |n| *n == 0)
+        let settled = self.clients.get(&client).is_none_or(|c| {
+            c.stage == ClientStage::Departed && c.pending_per_upstream.get(&upstream).is_none_or(|n| *n == 0)
         });
         if !settled {
             return;

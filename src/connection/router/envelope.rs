@@ -5,44 +5,44 @@
 //! error responses, cancels) here. Payloads are moved, never copied or re-encoded.
 
 use crate::{
-    Attachment, Cancel, ClientHello, ClientMessage, ErrorBody, ErrorResponse, Integer, Payload, Request, RequestId,
-    Response, RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerTarget, ServiceUpdate,
-    SessionTarget, SubscriptionId, PROTOCOL_VERSION,
+    Attachment, Cancel, ClientHello, ClientMessage, ErrorBody, ErrorResponse, Payload, Request, RequestId, Response,
+    RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage, ServerTarget, ServiceUpdate, SessionTarget,
+    SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The `hello` the router sends to an upstream server: protocol version 8.
 pub(super) fn client_hello() -> ClientMessage {
-    ClientMessage::Hello(ClientHello { version: Integer::from(PROTOCOL_VERSION) })
+    ClientMessage::Hello(ClientHello::new(PROTOCOL_VERSION))
 }
 
 /// The `hello` the router answers a client with, naming `server_id`.
 pub(super) fn server_hello(server_id: ServerId) -> ServerMessage {
-    ServerMessage::Hello(ServerHello { server_id })
+    ServerMessage::Hello(ServerHello::new(server_id))
 }
 
 /// The `hello_error` the router answers an unsupported version with.
 pub(super) fn hello_error(error: ErrorBody) -> ServerMessage {
-    ServerMessage::HelloError(ServerHelloError { error })
+    ServerMessage::HelloError(ServerHelloError::new(error))
 }
 
 /// An error response of the router's own.
 pub(super) fn error_response(id: RequestId, error: ErrorBody) -> ServerMessage {
-    ServerMessage::Response(Response::Failure(ErrorResponse { id, error }))
+    ServerMessage::Response(Response::Failure(ErrorResponse::new(id, error)))
 }
 
 /// A `cancel` of the upstream request `id`.
 pub(super) fn cancel(id: RequestId, target: RpcTarget) -> ClientMessage {
-    ClientMessage::Cancel(Cancel { id, target })
+    ClientMessage::Cancel(Cancel::new(id, target))
 }
 
 /// A request of the router's own (on behalf of a client that went away).
 pub(super) fn request(id: RequestId, target: RpcTarget, call: Payload) -> ClientMessage {
-    ClientMessage::Request(Request { id, target, call })
+    ClientMessage::Request(Request::new(id, target, call))
 }
 
 /// The server target `{ serverId }`.
 pub(super) fn server_target(server_id: ServerId) -> RpcTarget {
-    RpcTarget::Server(ServerTarget { server_id })
+    RpcTarget::Server(ServerTarget::new(server_id))
 }
 
 /// `request` under the upstream id `id`, and the id it had: the target and the call are moved.

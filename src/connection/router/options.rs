@@ -84,7 +84,7 @@ pub struct RouterOptions {
 }
 
 fn body(code: &str, message: &str) -> ErrorBody {
-    ErrorBody { code: ErrorCode::new(code).expect("default codes are non-empty"), message: message.to_owned() }
+    ErrorBody::new(ErrorCode::new(code).expect("default codes are non-empty"), message)
 }
 
 impl Default for RouterOptions {
