@@ -6,7 +6,8 @@
 //!
 //! Flags: `--listen ADDR` (default `127.0.0.1:7878`; port 0 picks a free port),
 //! `--server-id UUID` (default `3b241101-e2bb-4255-8caf-4136c566a962`), `--connections N` (exit
-//! after N connections have been served; default: serve forever).
+//! after N connections have been served; default: serve forever), `--quiet` (no event lines, for
+//! load measurements).
 //!
 //! The first line on stdout is `listening on ADDR`; after it, one JSON object a line for each
 //! connection event (`ready`, `request`, `cancel`, `fenced`, `closing`, `closed`), with `conn`
@@ -40,12 +41,13 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 const DEFAULT_SERVER_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
-const USAGE: &str = "usage: server [--listen ADDR] [--server-id UUID] [--connections N]";
+const USAGE: &str = "usage: server [--listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
 
 struct Args {
     listen: String,
     server_id: ServerId,
     connections: Option<u64>,
+    quiet: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -53,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         listen: "127.0.0.1:7878".to_owned(),
         server_id: ServerId::new(DEFAULT_SERVER_ID).unwrap(),
         connections: None,
+        quiet: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -65,6 +68,7 @@ fn parse_args() -> Result<Args, String> {
             "--connections" => {
                 args.connections = Some(value()?.parse().map_err(|_| "--connections needs a number".to_owned())?);
             }
+            "--quiet" => args.quiet = true,
             "--help" | "-h" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -101,7 +105,11 @@ async fn main() -> ExitCode {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;
-                tasks.spawn(serve(stream, args.server_id.clone(), accepted));
+                // Answers go out as soon as they are ready: Nagle's algorithm would hold a small
+                // write back until the previous one is acknowledged, which stalls a connection
+                // that carries many clients' calls (a coordinator's).
+                let _ = stream.set_nodelay(true);
+                tasks.spawn(serve(stream, args.server_id.clone(), accepted, args.quiet));
             }
             Err(e) => eprintln!("server: accept failed: {e}"),
         }
@@ -114,7 +122,7 @@ async fn main() -> ExitCode {
 type Completion = (RequestId, Result<Option<Payload>, ErrorBody>);
 
 /// Drives one connection: socket bytes in, events to the application, bytes out.
-async fn serve(stream: TcpStream, server_id: ServerId, conn: u64) {
+async fn serve(stream: TcpStream, server_id: ServerId, conn: u64, quiet: bool) {
     let (mut reader, mut writer) = stream.into_split();
     let mut connection = ServerConnection::new(server_id.clone(), ServerOptions::default());
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
@@ -124,7 +132,9 @@ async fn serve(stream: TcpStream, server_id: ServerId, conn: u64) {
     loop {
         let mut closed = false;
         while let Some(event) = connection.poll_event() {
-            log(conn, &event);
+            if !quiet {
+                log(conn, &event);
+            }
             match event {
                 ServerEvent::Request(request) => app.handle(&mut connection, request),
                 ServerEvent::Cancel { id } => app.cancel(&mut connection, &id),

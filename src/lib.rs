@@ -54,7 +54,8 @@
 //!
 //! On top of the codec, [`connection`] holds the protocol's connection rules (handshake,
 //! request correlation, cancellation, attachment routes, server fencing) as sans-IO state
-//! machines, [`ClientConnection`] and [`ServerConnection`], that any transport can drive.
+//! machines, [`ClientConnection`] and [`ServerConnection`], that any transport can drive, and
+//! the coordinator's message routing between many of each, [`Router`].
 //!
 //! Transports and interop: [`io`] reads and writes messages over blocking `std::io` streams
 //! and, with the `tokio` feature, offers `tokio_util` codecs (`io::ServerCodec`,
@@ -81,8 +82,8 @@ mod serde_impls;
 mod shared;
 
 pub use connection::{
-    CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason,
-    ServerConnection, ServerEvent, ServerOptions, Violation,
+    CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason, Router,
+    RouterEvent, RouterOptions, ServerConnection, ServerEvent, ServerOptions, Violation,
 };
 pub use generated::v8::*;
 pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};

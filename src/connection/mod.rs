@@ -39,6 +39,9 @@
 //!   makes the connection close with [`CloseReason::TransmitQueueFull`] instead of buffering
 //!   without bound.
 //!
+//! The third role, the coordinator that routes many clients to many server processes, is the
+//! [`Router`], with rules of its own: see the [`router`] module.
+//!
 //! # Example: a client and a server talking through memory
 //!
 //! ```
@@ -71,6 +74,7 @@
 //! ```
 
 mod client;
+pub mod router;
 mod server;
 
 use std::fmt;
@@ -80,6 +84,10 @@ use pi_protocol_runtime::{encode_message_into, CodecOptions, Encode, Validate};
 use crate::{ErrorBody, ProtocolError, RequestId, ServerId};
 
 pub use client::{CallTarget, ClientConnection, ClientEvent, ClientOptions, DEFAULT_REQUEST_ID_PREFIX};
+pub use router::{
+    CallEffect, CallInspector, ClientKey, Refusal, Router, RouterEvent, RouterOptions, Transmit, UpstreamKey,
+    DEFAULT_MAX_SUBSCRIPTIONS,
+};
 pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
 
 /// The default of [`ClientOptions::max_pending_transmit`] and

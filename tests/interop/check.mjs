@@ -1,9 +1,10 @@
-// Asserts what each side of the two interop runs received, and prints which message types crossed
+// Asserts what each side of the three interop runs received, and prints which message types crossed
 // in each direction. Usage: node check.mjs LOG_DIR
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeClientMessage, encodeServerMessage } from "@earendil-works/pi-protocol";
+import { OTHER_SERVER_ID, SERVER_ID } from "./common.mjs";
 
 const dir = process.argv[2];
 const lines = (name) =>
@@ -94,6 +95,37 @@ function sameBytes(log, encode, who) {
 sameBytes(nodeClient, encodeServerMessage, "TypeScript client");
 sameBytes(nodeServer, encodeClientMessage, "TypeScript server");
 
+// ---- TypeScript client -> Rust router -> two Rust servers.
+const viaRouter = lines("node-client-router.log");
+const serverA = lines("router-server-a.log");
+const serverB = lines("router-server-b.log");
+const router = lines("router.log");
+const routedSent = viaRouter.filter((e) => e.conn === 2 && e.sent?.type === "request").map((e) => e.sent);
+const upstreamConn = 2; // server A's first connection is the router asking for its serverId
+const reached = (log, conn) => log.filter((e) => e.event === "request" && e.conn === conn).map((e) => e.message);
+const routedA = reached(serverA, upstreamConn);
+const routedB = reached(serverB, 1);
+// Each request reached the server its target names, with the same target and call, under an id
+// of the router's: c-6 went to B, c-8 was fenced by A (stale route), c-10 stopped at the router.
+const toA = routedSent.filter((m) => m.target.serverId === SERVER_ID);
+const upstreamId = (clientId) => `req-${toA.findIndex((m) => m.id === clientId) + 1}`; // the router's ids count up
+const expectA = toA.filter((m) => m.id !== "c-8");
+const expectB = routedSent.filter((m) => m.target.serverId === OTHER_SERVER_ID);
+const strip = (m) => ({ target: m.target, call: m.call });
+assert.deepEqual(routedA.map(strip), expectA.map(strip), "the requests for A arrived as sent");
+assert.deepEqual(routedB.map(strip), expectB.map(strip), "the request for B arrived as sent");
+assert.deepEqual(routedA.map((m) => m.id), expectA.map((m) => upstreamId(m.id)), "under ids of the router's");
+assert.deepEqual(routedB.map((m) => m.id), ["req-1"]);
+const fencedA = serverA.filter((e) => e.event === "fenced" && e.conn === upstreamConn);
+assert.deepEqual(fencedA.map((e) => [e.id, e.reason]), [[upstreamId("c-8"), "StaleRoute"]]);
+const cancelsA = serverA.filter((e) => e.event === "cancel" && e.conn === upstreamConn);
+assert.deepEqual(cancelsA.map((e) => e.id), [upstreamId("c-5")], "the cancel followed its request");
+assert.equal(router.filter((e) => e.event === "refused" && e.reason === "UnknownServer").length, 1);
+assert.equal(router.filter((e) => e.event === "client_closed").length, 2);
+const routedReceived = viaRouter.filter((e) => e.received).map((e) => e.received);
+assert.deepEqual(kinds(routedReceived), serverKinds);
+sameBytes(viaRouter, encodeServerMessage, "TypeScript client through the router");
+
 process.stdout.write(
   [
     "interop: every assertion held; the Rust frames are byte-identical to the TypeScript encoder's",
@@ -101,5 +133,7 @@ process.stdout.write(
     `  Rust server -> TypeScript client: ${kinds(nodeReceived).join(", ")}`,
     `  Rust client -> TypeScript server: ${kinds([...received1, ...received2]).join(", ")}`,
     `  TypeScript server -> Rust client: ${tsSentKinds.join(", ")}`,
+    `  TypeScript client -> Rust router -> Rust servers A and B: ${kinds(viaRouter.filter((e) => e.sent).map((e) => e.sent)).join(", ")}`,
+    `  Rust servers -> Rust router -> TypeScript client: ${kinds(routedReceived).join(", ")}`,
   ].join("\n") + "\n",
 );

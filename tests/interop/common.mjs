@@ -3,6 +3,7 @@ import net from "node:net";
 
 export const SERVER_ID = "3b241101-e2bb-4255-8caf-4136c566a962";
 export const OTHER_SERVER_ID = "9f0e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f";
+export const NOBODY_SERVER_ID = "c56a4180-65aa-42ec-a945-5fd21dec0538";
 
 /** Prints one JSON object a line on stdout. */
 export function log(entry) {

@@ -1,14 +1,19 @@
 // A client on the published TypeScript package, talking to the Rust example server.
-// Usage: node node-client.mjs --connect HOST:PORT
+// Usage: node node-client.mjs --connect HOST:PORT [--via-router yes]
+// With --via-router, the address is the Rust example router in front of two example servers
+// (SERVER_ID and OTHER_SERVER_ID): the call to OTHER_SERVER_ID is answered by the second server,
+// and one more call, to a server nobody serves, gets the router's own unknown_server error.
 // Connection 1 offers version 7 and must get hello_error; connection 2 runs a session that makes
 // every client message type cross to the server, and makes the server send every message type
 // back (including its fencing answers). Logs every message sent and received as JSON lines;
 // exits 1 on the first unexpected message.
 import assert from "node:assert/strict";
 import { ServerMessageDecoder, encodeClientMessage } from "@earendil-works/pi-protocol";
-import { OTHER_SERVER_ID, SERVER_ID, connect, flags, wrap } from "./common.mjs";
+import { NOBODY_SERVER_ID, OTHER_SERVER_ID, SERVER_ID, connect, flags, wrap } from "./common.mjs";
 
-const address = flags(process.argv.slice(2)).connect;
+const args = flags(process.argv.slice(2));
+const address = args.connect;
+const viaRouter = args["via-router"] !== undefined;
 
 async function open(conn) {
   return wrap(await connect(address), conn, ServerMessageDecoder, encodeClientMessage);
@@ -75,8 +80,18 @@ const request = (id, target, c) => ({ type: "request", id, target, call: c });
   c.send(request("c-6", { serverId: OTHER_SERVER_ID }, call("$chord.service", "catalogue", [])));
   m = await c.next();
   assert.equal(m.id, "c-6");
-  assert.equal(m.ok, false);
-  assert.equal(m.error.code, "wrong_server");
+  if (viaRouter) {
+    assert.equal(m.ok, true, "the router sends it to the other server");
+    assert.ok(Array.isArray(m.result));
+    c.send(request("c-10", { serverId: NOBODY_SERVER_ID }, call("$chord.service", "catalogue", [])));
+    m = await c.next();
+    assert.equal(m.id, "c-10");
+    assert.equal(m.ok, false);
+    assert.equal(m.error.code, "unknown_server");
+  } else {
+    assert.equal(m.ok, false);
+    assert.equal(m.error.code, "wrong_server");
+  }
 
   c.send(request("c-7", server, call("sessions", "detach", ["s-2"])));
   assert.deepEqual(await c.next(), { type: "attachment", attachment: null });

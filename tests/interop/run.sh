@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Live interop test: the Rust example server against a client on the published TypeScript package
-# @earendil-works/pi-protocol@0.85.1, and the Rust example client against a small server on the same
-# package, over TCP loopback. Skips (exit 0, with a message) when node or npm is missing.
+# @earendil-works/pi-protocol@0.85.1, the Rust example client against a small server on the same
+# package, and the TypeScript client through the Rust example router in front of two Rust example
+# servers, over TCP loopback. Skips (exit 0, with a message) when node or npm is missing.
 # Usage: tests/interop/run.sh   (from anywhere; the examples build into CARGO_TARGET_DIR when it is set,
 # the npm package always installs into <repo>/target/interop-node)
 set -euo pipefail
@@ -24,7 +25,7 @@ cp "$here"/*.mjs "$scratch/"
 installed="$(node -p "require('$scratch/node_modules/@earendil-works/pi-protocol/package.json').version")"
 [ "$installed" = "0.85.1" ] || { echo "interop: expected @earendil-works/pi-protocol 0.85.1, found $installed"; exit 1; }
 
-(cd "$root" && cargo build --quiet --features tokio --example server --example client)
+(cd "$root" && cargo build --quiet --features tokio --example server --example client --example router)
 bin="$target/debug/examples"
 logs="$scratch/logs"
 rm -f "$logs"/*.log
@@ -69,5 +70,32 @@ timeout 60 "$bin/client" --connect "$addr" --version 7 >"$logs/rust-client-v7.lo
   || { echo "interop: the Rust client (version 7) failed"; cat "$logs/rust-client-v7.err"; exit 1; }
 timeout 30 tail --pid="$node_pid" -f /dev/null || { echo "interop: the TypeScript server did not exit"; exit 1; }
 wait "$node_pid" || { echo "interop: the TypeScript server failed"; cat "$logs/node-server.err"; exit 1; }
+
+# 3. TypeScript client -> Rust router -> two Rust servers (version 7, then a session that also
+# reaches the second server and one nobody serves). Server A's two connections: the router asking
+# for its serverId, then the router's shared upstream; server B's one: the upstream.
+"$bin/server" --listen 127.0.0.1:0 --connections 2 >"$logs/router-server-a.log" 2>"$logs/router-server-a.err" &
+server_a_pid=$!
+pids+=("$server_a_pid")
+"$bin/server" --listen 127.0.0.1:0 --connections 1 --server-id 9f0e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f \
+  >"$logs/router-server-b.log" 2>"$logs/router-server-b.err" &
+server_b_pid=$!
+pids+=("$server_b_pid")
+addr_a="$(address_of "$logs/router-server-a.log")"
+addr_b="$(address_of "$logs/router-server-b.log")"
+"$bin/router" --listen 127.0.0.1:0 --upstream "$addr_a" --upstream "$addr_b" --connections 2 \
+  >"$logs/router.log" 2>"$logs/router.err" &
+router_pid=$!
+pids+=("$router_pid")
+addr="$(address_of "$logs/router.log")"
+if ! timeout 60 node "$scratch/node-client.mjs" --connect "$addr" --via-router yes \
+  >"$logs/node-client-router.log" 2>"$logs/node-client-router.err"; then
+  echo "interop: the TypeScript client failed through the Rust router:"; cat "$logs/node-client-router.err"
+  tail -5 "$logs/node-client-router.log"; exit 1
+fi
+for pid in "$router_pid" "$server_a_pid" "$server_b_pid"; do
+  timeout 30 tail --pid="$pid" -f /dev/null || { echo "interop: the router or a server behind it did not exit"; exit 1; }
+  wait "$pid" || { echo "interop: the router or a server behind it failed"; cat "$logs"/router*.err; exit 1; }
+done
 
 node "$scratch/check.mjs" "$logs"
