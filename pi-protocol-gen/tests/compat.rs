@@ -1,7 +1,10 @@
-//! The compatibility rules, each edit checked in both directions: which direction breaks, and
-//! the reason the report gives (with pointers into both schemas).
+//! The compatibility rules, each edit checked in both directions: which direction breaks, the
+//! reason the report gives (with pointers into both schemas), and the evidence: every break has
+//! a witness (a message valid for the writer's schema that the reader's refuses, checked again
+//! here), and sampling finds no counterexample to any "holds".
 
-use pi_protocol_gen::compat::{compat, Change, Direction, Report, RustChangeKind};
+use pi_protocol_gen::compat::{compat, Change, Direction, Report, RustChangeKind, WitnessSearch};
+use pi_protocol_gen::interpret::Interpreter;
 use pi_protocol_gen::Model;
 use serde_json::{json, Value};
 
@@ -55,7 +58,54 @@ fn diff(edit: impl FnOnce(&mut Value)) -> Report {
     let old = base();
     let mut new = base();
     edit(&mut new);
-    compat(&model(&old), &model(&new))
+    compare(&old, &new)
+}
+
+/// The report of `old` -> `new`, with its evidence checked: a witness for every break, valid for
+/// the writer and refused by the reader, and no counterexample to a "holds".
+fn compare(old: &Value, new: &Value) -> Report {
+    let (old, new) = (model(old), model(new));
+    let mut report = compat(&old, &new);
+    report.find_witnesses(&old, &new, &WitnessSearch::new().attempts(3000)).unwrap();
+    let (old_reader, new_reader) = (Interpreter::new(&old).unwrap(), Interpreter::new(&new).unwrap());
+    for side in &report.sides {
+        for message in &side.messages {
+            for direction in [Direction::Backward, Direction::Forward] {
+                let verdict = message.verdict(direction);
+                assert!(
+                    verdict.reasons.iter().all(|r| r.change != Change::Undetected),
+                    "{} {}: sampling contradicts the rules: {:?}",
+                    message.name,
+                    direction.as_str(),
+                    verdict
+                );
+                let Some(witness) = &verdict.witness else {
+                    assert!(
+                        verdict.holds(),
+                        "{} {}: a break without a witness: {:?}",
+                        message.name,
+                        direction.as_str(),
+                        verdict.reasons
+                    );
+                    continue;
+                };
+                let (writer, reader) = match direction {
+                    Direction::Backward => (&old_reader, &new_reader),
+                    Direction::Forward => (&new_reader, &old_reader),
+                };
+                assert!(
+                    writer.validate_json(side.side, &witness.message).is_ok(),
+                    "the witness is not valid for its writer"
+                );
+                assert!(
+                    reader.validate_json(side.side, &witness.message).is_err(),
+                    "the witness is accepted by the reader"
+                );
+                assert_eq!(&witness.frame[..4], &(witness.frame.len() as u32 - 4).to_be_bytes());
+            }
+        }
+    }
+    report
 }
 
 fn note(report: &Report) -> &pi_protocol_gen::compat::MessageReport {
@@ -170,7 +220,7 @@ fn a_changed_literal_breaks_both_ways() {
     required(&mut old).push(json!("kind"));
     let mut new = old.clone();
     props(&mut new)["kind"] = json!({ "const": 2 });
-    let report = compat(&model(&old), &model(&new));
+    let report = compare(&old, &new);
     for direction in [Direction::Backward, Direction::Forward] {
         assert_eq!(note(&report).verdict(direction).reasons[0].change, Change::LiteralChanged);
     }
@@ -202,7 +252,7 @@ fn union_members_and_enum_values_added_and_removed() {
     );
     let mut three = base();
     three["$defs"]["Level"] = json!({ "enum": ["low", "high", "max"] });
-    let report = compat(&model(&three), &model(&base()));
+    let report = compare(&three, &base());
     assert_eq!(note(&report).backward.reasons[0].change, Change::ValueRemoved);
     assert!(note(&report).forward.holds());
     let with_union = |v: &mut Value, members: Value| props(v)["note"] = json!({ "anyOf": members });
@@ -210,10 +260,10 @@ fn union_members_and_enum_values_added_and_removed() {
     with_union(&mut old, json!([{ "type": "string" }, { "type": "integer" }]));
     let mut new = base();
     with_union(&mut new, json!([{ "type": "string" }, { "type": "integer" }, { "type": "boolean" }]));
-    let report = compat(&model(&old), &model(&new));
+    let report = compare(&old, &new);
     assert!(note(&report).backward.holds());
     assert_eq!(note(&report).forward.reasons[0].change, Change::VariantAdded);
-    let report = compat(&model(&new), &model(&old));
+    let report = compare(&new, &old);
     assert_eq!(note(&report).backward.reasons[0].change, Change::VariantRemoved);
 }
 
@@ -265,14 +315,19 @@ fn bounds_tightened_break_backward_and_loosened_break_forward() {
         let mut new = base();
         loosen(&mut new);
         if new != base() {
-            let report = compat(&model(&base()), &model(&new));
+            let report = compare(&base(), &new);
             assert!(note(&report).backward.holds() && !note(&report).forward.holds(), "{name} loosened");
             assert_eq!(note(&report).forward.reasons[0].change, Change::BoundLoosened, "{name}");
         }
     }
-    // A pattern changed breaks both ways (by the rules; the witnesses decide which really do).
-    let report = diff(|v| props(v)["tags"]["items"]["pattern"] = json!("^[a-z0-9]+$"));
+    // A changed pattern breaks where a witness shows it: tightened, old values fail; loosened,
+    // every old value still matches (the rule alone could not tell), new ones may not.
+    let report = diff(|v| props(v)["tags"]["items"]["pattern"] = json!("^[a-c]+$"));
     assert_eq!(note(&report).backward.reasons[0].change, Change::PatternChanged);
+    assert!(note(&report).backward.witness.is_some());
+    let report = diff(|v| props(v)["tags"]["items"]["pattern"] = json!("^[a-z0-9]+$"));
+    assert!(note(&report).backward.holds(), "{:?}", note(&report).backward);
+    assert_eq!(note(&report).forward.reasons[0].change, Change::PatternChanged);
 }
 
 #[test]
@@ -284,7 +339,7 @@ fn integer_to_number_widens_and_back_narrows() {
     );
     let mut number = base();
     props(&mut number)["score"] = json!({ "type": "number" });
-    let report = compat(&model(&number), &model(&base()));
+    let report = compare(&number, &base());
     assert_eq!(note(&report).backward.reasons[0].change, Change::TypeNarrowed);
     assert!(note(&report).forward.holds());
     let report = diff(|v| props(v)["score"] = json!({ "type": "string" }));
@@ -320,7 +375,7 @@ fn renames_and_descriptions_change_nothing_on_the_wire() {
     // A definition renamed (and every reference to it).
     let text = base().to_string().replace("#/$defs/Id", "#/$defs/Identifier").replace("\"Id\":", "\"Identifier\":");
     let renamed: Value = serde_json::from_str(&text).unwrap();
-    let report = compat(&model(&base()), &model(&renamed));
+    let report = compare(&base(), &renamed);
     assert!(!report.breaks_wire(), "{}", report.render(pi_protocol_gen::compat::Format::Text));
     // In Rust it is a rename, and the fields that named the type changed type.
     assert_eq!(report.rust[0].kind, RustChangeKind::TypeRenamed);

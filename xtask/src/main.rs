@@ -8,6 +8,8 @@
 //! - `gen --check`: regenerates in memory and fails, naming the stale file and the command to
 //!   run, when a checked-in file differs. CI runs this.
 //! - `growth`: schema growth needs no hand edit (see `growth.rs`). CI runs this.
+//! - `schema-guard [--record]`: a wire-breaking schema change needs a new protocol version (see
+//!   `schema_guard.rs`). CI runs this.
 //! - `conformance [--cases N] [--seed S]`: differential test of the decoders and encoders
 //!   against the reference package, run by node (see `conformance.rs`).
 //! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
@@ -23,6 +25,7 @@ mod codegen;
 mod conformance;
 mod fuzz;
 mod growth;
+mod schema_guard;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
@@ -31,6 +34,9 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
                and tests/downstream/chat.rs from tests/downstream/chat.json
   gen --check  fail if a checked-in generated file is stale
+  schema-guard [--record]
+               fail when schema/pi-protocol.v8.json breaks the wire against
+               schema/released/ without a new x-protocol-version (--record: release it)
   growth       grow the schema in a copy of the workspace (an optional property on every
                object, a message each way), regenerate, build everything, run conformance
   conformance [--cases N] [--seed S]
@@ -50,6 +56,7 @@ fn main() -> ExitCode {
         ["gen", "--check"] | ["--check", "gen"] => codegen::generate(true),
         ["conformance", rest @ ..] => conformance::run(rest),
         ["growth", rest @ ..] => growth::run(rest),
+        ["schema-guard", rest @ ..] => schema_guard::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
         [] | ["help" | "--help" | "-h"] => {

@@ -30,6 +30,7 @@
 mod report;
 mod rules;
 mod rust;
+mod witness;
 
 use serde_json::Value;
 
@@ -37,10 +38,10 @@ use crate::model::{LiteralValue, Model, Shape, Side, TypeExpr, TypeKind, Variant
 
 pub use report::Format;
 pub use rust::{RustChange, RustChangeKind};
+pub use witness::WitnessSearch;
 
 /// The two directions of compatibility.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Direction {
     /// Old writers, new readers: every old message decodes under the new schema.
     Backward,
@@ -106,9 +107,19 @@ pub enum Change {
     NullableRemoved,
     /// A value changed its JSON type.
     TypeChanged,
+    /// Sampling found a message one schema accepts and the other refuses, which no rule
+    /// explains (the witness shows it).
+    Undetected,
 }
 
 impl Change {
+    /// Whether the change breaks its direction for certain; a changed pattern may not (it may
+    /// only loosen), so it needs a witness to stand.
+    #[must_use]
+    pub fn is_certain(self) -> bool {
+        !matches!(self, Change::PatternChanged)
+    }
+
     /// A short name (`optional property added`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -134,6 +145,7 @@ impl Change {
             Change::NullableAdded => "nullable added",
             Change::NullableRemoved => "nullable removed",
             Change::TypeChanged => "type changed",
+            Change::Undetected => "refused, found by sampling",
         }
     }
 }
@@ -341,19 +353,25 @@ pub fn compat(old: &Model, new: &Model) -> Report {
 pub(crate) struct Message<'m> {
     pub(crate) name: String,
     tags: Vec<(String, LiteralValue)>,
+    /// Every literal the message carries (its struct's), for matching against a revision
+    /// whose union has no tags.
+    literals: Vec<(String, LiteralValue)>,
     rust_variant: Option<String>,
     pub(crate) target: rules::Target<'m>,
     pointer: &'m str,
 }
 
 impl Message<'_> {
-    /// Whether `other` (of the other schema) is the same message type: the same tags, or, for a
-    /// union without tags, the same variant name.
+    /// Whether `other` (of the other schema) is the same message type: the same tags; when one
+    /// side has no tags (a union of one object), its literals hold the other's tags; without
+    /// tags on either side, the same variant name.
     fn matches(&self, other: &Message<'_>) -> bool {
-        if !self.tags.is_empty() || !other.tags.is_empty() {
-            return self.tags == other.tags;
+        match (self.tags.is_empty(), other.tags.is_empty()) {
+            (false, false) => self.tags == other.tags,
+            (false, true) => self.tags.iter().all(|t| other.literals.contains(t)),
+            (true, false) => other.tags.iter().all(|t| self.literals.contains(t)),
+            (true, true) => self.rust_variant == other.rust_variant,
         }
-        self.rust_variant == other.rust_variant
     }
 
     /// The Rust type holding the message (or the variant name).
@@ -370,10 +388,24 @@ impl Message<'_> {
 /// unions flattened when they share the outer tag (a `response` that is `ok` or not), each
 /// named by its tags.
 pub(crate) fn messages<'m>(model: &'m Model, root: &'m crate::model::TypeDef) -> Vec<Message<'m>> {
+    let literals_of = |shape: &Shape| -> Vec<(String, LiteralValue)> {
+        match &shape.ty {
+            TypeExpr::Named { name, .. } => match model.by_rust_name(name).map(|t| &t.kind) {
+                Some(TypeKind::Struct(s)) => s.literals().map(|l| (l.key.clone(), l.value.clone())).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    };
     let TypeKind::Union(union) = &root.kind else {
+        let literals = match &root.kind {
+            TypeKind::Struct(s) => s.literals().map(|l| (l.key.clone(), l.value.clone())).collect(),
+            _ => Vec::new(),
+        };
         return vec![Message {
             name: root.rust_name.clone(),
             tags: Vec::new(),
+            literals,
             rust_variant: None,
             target: rules::Target::Def(root),
             pointer: &root.pointer,
@@ -397,6 +429,7 @@ pub(crate) fn messages<'m>(model: &'m Model, root: &'m crate::model::TypeDef) ->
                     tags.extend(member.tags.iter().cloned());
                     out.push(Message {
                         name: tags_name(&tags, &member.rust_name),
+                        literals: literals_of(member_shape),
                         tags,
                         rust_variant: Some(format!("{}::{}", variant.rust_name, member.rust_name)),
                         target: rules::Target::Shape(member_shape, &member.pointer),
@@ -406,6 +439,7 @@ pub(crate) fn messages<'m>(model: &'m Model, root: &'m crate::model::TypeDef) ->
             }
             None => out.push(Message {
                 name: tags_name(&variant.tags, &variant.rust_name),
+                literals: literals_of(shape),
                 tags: variant.tags.clone(),
                 rust_variant: Some(variant.rust_name.clone()),
                 target: rules::Target::Shape(shape, &variant.pointer),
