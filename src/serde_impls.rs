@@ -1,5 +1,5 @@
 //! `serde` support: every envelope type serializes to, and deserializes from, its exact wire JSON
-//! shape (PROTOCOL.md section 4: `type` tags, camelCase keys, `ok` discriminating responses,
+//! shape (docs/PROTOCOL.md section 4: `type` tags, camelCase keys, `ok` discriminating responses,
 //! `null` for a cleared attachment), going through the same JSON path as
 //! [`ClientMessage::to_json`] and [`parse_client_message`](crate::parse_client_message).
 //!

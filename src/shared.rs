@@ -1,6 +1,6 @@
 //! Zero-copy streaming decoders: chunks arrive as [`bytes::Bytes`], and the opaque payloads of
 //! the messages decoded from them ([`Payload`](crate::Payload)) are slices of those chunks
-//! instead of copies (PROTOCOL.md sections 1, 5 and 7). Payloads of 46 bytes or less are the
+//! instead of copies (docs/PROTOCOL.md sections 1, 5 and 7). Payloads of 46 bytes or less are the
 //! exception: every decoder copies those into the `Payload` itself, which costs less than
 //! counting a reference to the chunk.
 //!

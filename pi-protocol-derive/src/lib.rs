@@ -12,7 +12,7 @@
 //!   a `CompactString` (inline up to 24 bytes) or, when a pattern fixes its length at N bytes,
 //!   an `ArrayString<N>` (checked against the pattern at compile time): the storages of the
 //!   runtime's `TextStorage` trait.
-//! - **Struct with named fields**: a map with fixed keys (PROTOCOL.md section 4). Unknown keys,
+//! - **Struct with named fields**: a map with fixed keys (docs/PROTOCOL.md section 4). Unknown keys,
 //!   duplicate keys and missing required keys are errors; key order on the wire is free; the
 //!   encoder writes keys in canonical order. Container attribute
 //!   `literal(key = "type", value = "hello")` adds a key with a fixed value (a string, `true`,

@@ -1,4 +1,4 @@
-//! [`Integer`]: an integer-valued JSON number as the protocol carries it (PROTOCOL.md sections
+//! [`Integer`]: an integer-valued JSON number as the protocol carries it (docs/PROTOCOL.md sections
 //! 2-4: integers within +-(2^53 - 1), integral float64 accepted, `-0.0` kept as written).
 
 use std::fmt;

@@ -8,7 +8,7 @@ use pi_protocol_runtime::{decode_message, encode_message_vectored, Decode, Error
 use super::Error;
 use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 
-/// Reads framed messages of type `M` from a blocking reader (PROTOCOL.md sections 1 and 7).
+/// Reads framed messages of type `M` from a blocking reader (docs/PROTOCOL.md sections 1 and 7).
 ///
 /// Each call to [`read_message`](Self::read_message) reads exactly one frame: the 4-byte
 /// big-endian header, then its payload. The header is checked against `maxFrameLength` before
@@ -173,7 +173,7 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Validates `message`, encodes it as one frame with the default options and writes it to
-/// `writer` (PROTOCOL.md sections 1 and 3). Nothing is written when the message is refused. The
+/// `writer` (docs/PROTOCOL.md sections 1 and 3). Nothing is written when the message is refused. The
 /// writer is not flushed.
 ///
 /// The frame is written with [`EncodedFrame::write_to`](crate::EncodedFrame::write_to): an

@@ -11,7 +11,7 @@ use super::Error;
 use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 
 /// A [`Decoder`] of `In` messages and [`Encoder`] of `Out` messages over Pi framing
-/// (PROTOCOL.md sections 1, 3 and 7), for `tokio_util::codec::{Framed, FramedRead, FramedWrite}`.
+/// (docs/PROTOCOL.md sections 1, 3 and 7), for `tokio_util::codec::{Framed, FramedRead, FramedWrite}`.
 ///
 /// Use the aliases [`ServerCodec`] (a server: reads client messages, writes server messages) and
 /// [`ClientCodec`] (the mirror).
