@@ -16,6 +16,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The crate's README (the page crates.io shows), compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod cbor;
 pub mod codec;
 pub mod error;
