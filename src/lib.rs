@@ -43,9 +43,10 @@
 //! # Ok::<(), pi_protocol::ProtocolError>(())
 //! ```
 //!
-//! Source map: framing is PROTOCOL.md section 1, the CBOR subset sections 2-3, envelopes
-//! section 4, payloads section 5, errors section 6; where this crate goes further than the
-//! reference is section 7.
+//! Source map, in the sections of `docs/PROTOCOL.md` (the protocol as this project implements
+//! it, kept in the repository): framing is section 1, the CBOR subset sections 2-3, envelopes
+//! section 4, payloads section 5, errors section 6, where this crate goes further than the
+//! reference section 7, and the connection rules section 8.
 //!
 //! To send a message that carries a large payload, [`encode_client_message_vectored`] and
 //! [`encode_server_message_vectored`] return an [`EncodedFrame`]: the same bytes as a list of
@@ -140,7 +141,7 @@ pub fn is_supported_protocol_version(version: i64) -> bool {
 
 /// Validates `message` and encodes it as one complete frame with the default options.
 ///
-/// Fields are written in schema order, opaque payloads byte for byte (PROTOCOL.md section 3).
+/// Fields are written in schema order, opaque payloads byte for byte (docs/PROTOCOL.md section 3).
 ///
 /// # Errors
 /// `Schema` errors for a value that breaks the schema (for example a negative hello version),
@@ -175,7 +176,7 @@ pub fn encode_server_message_with(message: &ServerMessage, options: &CodecOption
 }
 
 /// Validates `message` and encodes it as one frame with the default options, without copying
-/// large opaque payloads (PROTOCOL.md section 1).
+/// large opaque payloads (docs/PROTOCOL.md section 1).
 ///
 /// The [`EncodedFrame`] holds the 4-byte header and the envelope as owned bytes and each payload
 /// of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`] bytes (4 KiB) as a segment sharing the payload's
@@ -316,7 +317,7 @@ macro_rules! message_decoder {
 
 message_decoder!(
     /// Decodes the stream a client sends ([`ClientMessage`]s), for use on the server side
-    /// (PROTOCOL.md sections 1, 4 and 7).
+    /// (docs/PROTOCOL.md sections 1, 4 and 7).
     ///
     /// ```
     /// let mut decoder = pi_protocol::ClientMessageDecoder::new();
@@ -332,7 +333,7 @@ message_decoder!(
 
 message_decoder!(
     /// Decodes the stream a server sends ([`ServerMessage`]s), for use on the client side
-    /// (PROTOCOL.md sections 1, 4 and 7).
+    /// (docs/PROTOCOL.md sections 1, 4 and 7).
     ServerMessageDecoder,
     ServerMessage
 );

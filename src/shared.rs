@@ -1,6 +1,6 @@
 //! Zero-copy streaming decoders: chunks arrive as [`bytes::Bytes`], and the opaque payloads of
 //! the messages decoded from them ([`Payload`](crate::Payload)) are slices of those chunks
-//! instead of copies (PROTOCOL.md sections 1, 5 and 7). Payloads of 46 bytes or less are the
+//! instead of copies (docs/PROTOCOL.md sections 1, 5 and 7). Payloads of 46 bytes or less are the
 //! exception: every decoder copies those into the `Payload` itself, which costs less than
 //! counting a reference to the chunk.
 //!
@@ -166,61 +166,3 @@ shared_decoder!(
     SharedServerMessageDecoder,
     ServerMessage
 );
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{ClientMessageDecoder, ServerMessageDecoder};
-
-    const SESSION: &[u8] = include_bytes!("../tests/captures/session-server.bin");
-    const DAMAGED: &[u8] = include_bytes!("../tests/captures/damaged-badframe-client.bin");
-
-    #[test]
-    fn same_messages_as_the_copying_decoder_for_any_split() {
-        let mut copying = ServerMessageDecoder::new();
-        let expected: Vec<ServerMessage> = copying.push(SESSION).into_iter().map(Result::unwrap).collect();
-        assert_eq!(expected.len(), 24);
-        for chunk_len in [1, 7, 4096, SESSION.len()] {
-            let mut shared = SharedServerMessageDecoder::new();
-            let mut got = Vec::new();
-            for chunk in SESSION.chunks(chunk_len) {
-                got.extend(shared.push(&Bytes::copy_from_slice(chunk)).into_iter().map(Result::unwrap));
-            }
-            shared.end().unwrap();
-            assert_eq!(got, expected, "chunks of {chunk_len}");
-            assert_eq!(shared.offset(), SESSION.len() as u64);
-        }
-    }
-
-    #[test]
-    fn payloads_of_whole_frames_point_into_the_chunk() {
-        let stream = Bytes::from_static(SESSION);
-        let mut inside = 0;
-        SharedServerMessageDecoder::new().push_each(&stream, |m| {
-            if let Ok(ServerMessage::ServiceUpdate(u)) = m {
-                let at = u.update.as_cbor().as_ptr() as usize;
-                let in_chunk = at >= stream.as_ptr() as usize && at < stream.as_ptr() as usize + stream.len();
-                // Short payloads are held inline; the others point into the chunk.
-                let len = u.update.as_cbor().len();
-                assert_eq!(in_chunk, len > pi_protocol_runtime::MAX_INLINE_PAYLOAD_LENGTH, "{len} bytes");
-                inside += usize::from(in_chunk);
-            }
-        });
-        assert!(inside > 0);
-    }
-
-    #[test]
-    fn same_error_and_offset_as_the_copying_decoder() {
-        let expected = ClientMessageDecoder::new().push(DAMAGED);
-        let got = SharedClientMessageDecoder::new().push(&Bytes::from_static(DAMAGED));
-        assert_eq!(got.len(), expected.len());
-        let (Some(Err(want)), Some(Err(have))) = (expected.last(), got.last()) else {
-            panic!("the damaged capture ends in an error: {expected:?}");
-        };
-        assert_eq!(have.to_string(), want.to_string());
-        assert_eq!(have.offset(), want.offset());
-        let mut decoder = SharedClientMessageDecoder::new();
-        decoder.push(&Bytes::from_static(DAMAGED));
-        assert!(decoder.push(&Bytes::new())[0].is_err(), "failed for good");
-    }
-}

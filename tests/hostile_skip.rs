@@ -9,7 +9,7 @@
 //! (`decode_cbor`) against an independent model, and the typed decoders
 //! (`ClientMessageDecoder`, `ServerMessageDecoder`) against the raw validator: when the raw
 //! validator refuses a payload for a CBOR rule, both typed decoders must refuse it for the same
-//! CBOR rule (PROTOCOL.md: the reference decodes the whole item before it looks at the schema);
+//! CBOR rule (docs/PROTOCOL.md section 2: the reference reads the whole item before the schema);
 //! when it accepts, a typed decoder may only add schema errors.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! Options and limits as the reference applies them (PROTOCOL.md sections 1, 2 and 6).
+//! Options and limits as the reference applies them (docs/PROTOCOL.md sections 1, 2 and 6).
 
 use pi_protocol::runtime::limits::number_option;
 use pi_protocol::{

@@ -3,7 +3,7 @@
 //! the differential run uses (`tests/common/checks.rs`).
 //!
 //! A case whose `deliberate` field explains a difference this project keeps on purpose
-//! (PROTOCOL.md section 7) carries this project's verdict in `ours`, and is checked against it.
+//! (docs/PROTOCOL.md section 7) carries this project's verdict in `ours`, and is checked against it.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Resource bounds under hostile input (PROTOCOL.md sections 1, 2 and 6), measured with a
+//! Resource bounds under hostile input (docs/PROTOCOL.md sections 1, 2 and 6), measured with a
 //! counting global allocator (`peak_alloc`): nesting far beyond the limits fails with an error
 //! instead of overflowing the stack; declared lengths far beyond the input allocate nothing; a
 //! large frame header reserves nothing; a 16 MiB amplification frame stays far below 400 MiB;

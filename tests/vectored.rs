@@ -1,4 +1,4 @@
-//! Vectored frame encoding (PROTOCOL.md section 1): an `EncodedFrame` holds the same bytes, in
+//! Vectored frame encoding (docs/PROTOCOL.md section 1): an `EncodedFrame` holds the same bytes, in
 //! the same order, as the contiguous encoder writes, however it is read (copied out, walked as a
 //! `Buf`, gathered into `IoSlice`s, written through `write_vectored` in pieces); it refuses
 //! exactly the messages the contiguous encoder refuses, with the same errors; and a large payload

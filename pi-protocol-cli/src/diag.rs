@@ -2,7 +2,7 @@
 //!
 //! The printer walks general CBOR (tags, byte strings, indefinite lengths and every simple value
 //! included) so it can show what a peer actually sent, and remembers the first place where the
-//! payload leaves the protocol's strict subset (PROTOCOL.md section 2). It can also mark the item
+//! payload leaves the protocol's strict subset (docs/PROTOCOL.md section 2). It can also mark the item
 //! at a field path, which is how schema errors are located. Nesting is bounded so no input can
 //! exhaust the stack.
 

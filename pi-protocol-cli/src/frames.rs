@@ -1,5 +1,5 @@
 //! Raw frame splitting for `inspect` and `stats`: one frame at a time from any reader, checking
-//! each header against the frame limit before reading the payload (PROTOCOL.md section 1).
+//! each header against the frame limit before reading the payload (docs/PROTOCOL.md section 1).
 
 use std::io::{self, Read};
 

@@ -723,7 +723,7 @@ fn check_type(cx: &Ctxt, ty: &Type) {
                     Some("use `String` for text")
                 }
                 Some(s) if s.ident == "Vec" && is_vec_of_u8(&s.arguments) => Some(
-                    "byte strings are never valid inside a message (PROTOCOL.md section 2); use `String` or `Payload`",
+                    "byte strings are never valid inside a message (docs/PROTOCOL.md section 2); use `String` or `Payload`",
                 ),
                 Some(s) if s.ident == "Option" || s.ident == "Vec" || s.ident == "Box" || s.ident == "Record" => {
                     if let Some(inner) = single_argument(&s.arguments) {

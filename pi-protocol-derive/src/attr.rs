@@ -13,7 +13,7 @@ use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Expr, ExprLit, ExprUnary, Lit, LitStr, Token, UnOp};
 
-/// The largest magnitude an integer may have on the wire: 2^53 - 1 (PROTOCOL.md section 2).
+/// The largest magnitude an integer may have on the wire: 2^53 - 1 (docs/PROTOCOL.md section 2).
 pub const MAX_SAFE_INTEGER: i128 = (1 << 53) - 1;
 
 /// Collects every error found while reading one derive input, so the user sees all of them

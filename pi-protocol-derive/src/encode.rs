@@ -1,4 +1,4 @@
-//! Emission of `Encode`: canonical CBOR (PROTOCOL.md section 3).
+//! Emission of `Encode`: canonical CBOR (docs/PROTOCOL.md section 3).
 //!
 //! A struct writes a map header counting literals, required and nullable fields and the
 //! optional fields that are present, then every key in canonical order; absent optional

@@ -11,7 +11,7 @@
 //!   `Display`, `FromStr`, `TryFrom<String>`, `TryFrom<&str>`, `From<X> for String`,
 //!   `PartialEq<str>` and `PartialEq<&str>`. Over any other type it gets `new` (validating),
 //!   `get`, `into_inner`, `AsRef<T>`, `Deref<Target = T>` and `TryFrom<T>`.
-//! - **Struct with named fields**: a map with fixed keys (PROTOCOL.md section 4). Unknown keys,
+//! - **Struct with named fields**: a map with fixed keys (docs/PROTOCOL.md section 4). Unknown keys,
 //!   duplicate keys and missing required keys are errors; key order on the wire is free; the
 //!   encoder writes keys in canonical order. Container attribute
 //!   `literal(key = "type", value = "hello")` adds a key with a fixed value (a string, `true`,

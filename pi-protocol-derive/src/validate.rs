@@ -1,4 +1,4 @@
-//! Emission of `Validate`: the constraints of a value built in memory (PROTOCOL.md section 4).
+//! Emission of `Validate`: the constraints of a value built in memory (docs/PROTOCOL.md section 4).
 //!
 //! A newtype checks its own constraints; a struct checks its field-level constraints and
 //! recurses into every field, adding the wire key to the error path; an enum delegates to the

@@ -1,5 +1,5 @@
 //! The hand-written generator target `src/generated/v8.rs` compiles with this derive, and its
-//! types decode and encode the protocol's messages (PROTOCOL.md section 4).
+//! types decode and encode the protocol's messages (docs/PROTOCOL.md section 4).
 
 mod common;
 

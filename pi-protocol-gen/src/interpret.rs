@@ -4,7 +4,7 @@
 //!
 //! [`Interpreter::new`] compiles the model once (references resolved, patterns compiled, keys
 //! interned); decoding then drives the runtime's strict CBOR [`Reader`](pi_protocol_runtime::Reader)
-//! through the calls the derived decoders make, in the same order (PROTOCOL.md sections 2-5):
+//! through the calls the derived decoders make, in the same order (docs/PROTOCOL.md sections 2-5):
 //! an object's keys in wire order (unknown key: `Schema`/`UnknownField` at the object's path;
 //! duplicate: `Cbor`/`DuplicateKey`; wrong literal: `Schema`/`Literal` at the key; missing
 //! required keys after the last entry, in canonical order: `Schema`/`MissingField`), value
@@ -181,7 +181,7 @@ impl Interpreter {
     /// The canonical CBOR item of `value`, a message `side` sends, after validating it like
     /// [`validate_json`](Self::validate_json): the bytes the generated type's `Encode` writes
     /// (object keys in schema order, literals in place, absent optional keys left out, numbers
-    /// as `Writer::number` writes them, opaque payloads in their own key order), PROTOCOL.md
+    /// as `Writer::number` writes them, opaque payloads in their own key order), docs/PROTOCOL.md
     /// section 3.
     ///
     /// # Errors

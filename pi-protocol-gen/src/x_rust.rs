@@ -54,7 +54,7 @@ const KEYWORDS: &[(&str, &[Location])] = &[
     ("x-rust-variant", &[Location::UnionMember, Location::Definition]),
 ];
 
-/// The limit names `x-limits` may set (PROTOCOL.md sections 1 and 2).
+/// The limit names `x-limits` may set (docs/PROTOCOL.md sections 1 and 2).
 pub const LIMIT_NAMES: &[&str] = &[
     "maxFrameLength",
     "maxByteLength",

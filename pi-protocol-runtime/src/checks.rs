@@ -1,5 +1,5 @@
 //! The value constraints of a schema, as derived code and the schema interpreter check them
-//! (PROTOCOL.md section 4): string lengths, numeric bounds, array sizes.
+//! (docs/PROTOCOL.md section 4): string lengths, numeric bounds, array sizes.
 //!
 //! Lengths are counted as the reference's validator counts them, so a string is accepted exactly
 //! when the reference accepts it: see [`text_length`].

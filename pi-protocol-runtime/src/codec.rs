@@ -96,7 +96,7 @@ impl JsonTypes {
 }
 
 /// Canonical encoding of `Self` as one CBOR item: fields in schema order, absent optional
-/// fields omitted, shortest argument widths (PROTOCOL.md section 3).
+/// fields omitted, shortest argument widths (docs/PROTOCOL.md section 3).
 ///
 /// Encoding never fails: every value a type can hold is encodable. Callers that accept values
 /// built by users run [`Validate::validate`] first.
@@ -105,7 +105,7 @@ pub trait Encode {
     fn encode(&self, writer: &mut Writer);
 }
 
-/// Schema validation of a value built in memory (PROTOCOL.md section 4).
+/// Schema validation of a value built in memory (docs/PROTOCOL.md section 4).
 pub trait Validate {
     /// Checks every constraint that the Rust type cannot enforce by construction (for example
     /// an integer minimum on a public field).

@@ -5,7 +5,7 @@
 //! Arrays are read against the reader's limits: the container limit and the remaining input
 //! bound the element count before anything is allocated, and the first allocation is capped
 //! at [`INITIAL_ITEMS_BYTES`] whatever the count says, so a short frame cannot reserve a large
-//! buffer (PROTOCOL.md section 2).
+//! buffer (docs/PROTOCOL.md section 2).
 
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, JsonTypes, KeySet, LiteralEntry, Scalar, Tagged, Validate};

@@ -1,4 +1,4 @@
-//! The one error type of the protocol (PROTOCOL.md section 6).
+//! The one error type of the protocol (docs/PROTOCOL.md section 6).
 //!
 //! Every failure — a bad limit, bad framing, malformed or unsupported CBOR, a schema violation,
 //! an encoder refusing a value — is a [`ProtocolError`] with a [`ErrorKind`], the [`Rule`] that
@@ -10,7 +10,7 @@ use std::fmt;
 
 use crate::number::Number;
 
-/// Upper bound, in characters, of a [`ProtocolError`]'s `Display` output (PROTOCOL.md section 6).
+/// Upper bound, in characters, of a [`ProtocolError`]'s `Display` output (docs/PROTOCOL.md section 6).
 pub const MAX_ERROR_MESSAGE_LENGTH: usize = 500;
 
 /// Which layer refused the input.
@@ -19,7 +19,7 @@ pub const MAX_ERROR_MESSAGE_LENGTH: usize = 500;
 pub enum ErrorKind {
     /// A limit or option given when building a decoder or encoder is out of range.
     Options,
-    /// The byte stream is not a sequence of well-formed frames (PROTOCOL.md section 1).
+    /// The byte stream is not a sequence of well-formed frames (docs/PROTOCOL.md section 1).
     Frame,
     /// A frame's payload is not one item of the strict CBOR subset (section 2).
     Cbor,

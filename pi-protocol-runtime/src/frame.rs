@@ -1,4 +1,4 @@
-//! Framing (PROTOCOL.md section 1): a 4-byte big-endian payload length, then the payload.
+//! Framing (docs/PROTOCOL.md section 1): a 4-byte big-endian payload length, then the payload.
 //!
 //! [`FrameDecoder`] accepts the byte stream in arbitrary chunks. Frames that lie wholly inside a
 //! pushed chunk are handed out straight from it; only a frame split across chunks is copied into

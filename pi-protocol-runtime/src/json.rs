@@ -64,7 +64,7 @@ pub fn to_javascript_key_order(value: &mut Value) {
 /// Encodes a message given as JSON exactly as the reference package encodes the same JSON text,
 /// as one frame: keys in JavaScript property order ([`to_javascript_key_order`]), the payload
 /// checked by `validate` (a decoder of the message type, given the very bytes that will be sent
-/// and the CBOR limits of `options`), then framed against `options`' frame limit (PROTOCOL.md
+/// and the CBOR limits of `options`), then framed against `options`' frame limit (docs/PROTOCOL.md
 /// sections 1 and 3).
 ///
 /// This is what the facade's `encode_client_json` and the schema interpreter's

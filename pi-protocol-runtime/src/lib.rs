@@ -1,5 +1,5 @@
 //! Schema-agnostic runtime of `pi-protocol`: the strict CBOR subset, framing, limits, the opaque
-//! JSON payload type and the one error type (PROTOCOL.md sections 1-3, 5 and 6).
+//! JSON payload type and the one error type (docs/PROTOCOL.md sections 1-3, 5 and 6).
 //!
 //! This crate knows nothing of the Pi envelopes. `pi-protocol-derive` turns envelope types into
 //! implementations of the [`Decode`], [`Encode`] and [`Validate`] traits defined here, and the
@@ -15,6 +15,11 @@
 // One `unsafe` block exists, `cbor::reader::utf8_str`, allowed there alone (see its comment).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+
+/// The crate's README (the page crates.io shows), compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod cbor;
 pub mod checks;

@@ -1,4 +1,4 @@
-//! Limits of the strict CBOR subset and of framing (PROTOCOL.md sections 1 and 2), with the
+//! Limits of the strict CBOR subset and of framing (docs/PROTOCOL.md sections 1 and 2), with the
 //! reference's defaults and the ranges in which they may be configured.
 
 use crate::error::ProtocolError;
@@ -16,7 +16,7 @@ pub const MAX_CONFIGURABLE_DEPTH: u32 = 512;
 /// Largest length limit that may be configured (`u32::MAX`).
 pub const MAX_CONFIGURABLE_LENGTH: u64 = u32::MAX as u64;
 
-/// Limits applied while reading or writing one CBOR item (PROTOCOL.md section 2).
+/// Limits applied while reading or writing one CBOR item (docs/PROTOCOL.md section 2).
 ///
 /// Built with [`CborLimits::new`] (checked) or [`CborLimits::default`]; the fields are private so
 /// an out-of-range limit cannot exist.

@@ -39,7 +39,7 @@ impl CodecOptions {
         Self::default()
     }
 
-    /// Sets `maxFrameLength` in bytes (PROTOCOL.md section 1). Like the reference, this also
+    /// Sets `maxFrameLength` in bytes (docs/PROTOCOL.md section 1). Like the reference, this also
     /// becomes the CBOR `maxByteLength` of each payload, so a frame the limit admits is never
     /// refused for its size by the CBOR layer.
     ///
@@ -193,7 +193,7 @@ where
 }
 
 /// Like [`encode_message`], without copying large opaque payloads: the frame comes back as
-/// segments (PROTOCOL.md section 1), owned bytes for the header and the envelope, and each
+/// segments (docs/PROTOCOL.md section 1), owned bytes for the header and the envelope, and each
 /// payload of at least [`MIN_PAYLOAD_SEGMENT_LENGTH`](crate::MIN_PAYLOAD_SEGMENT_LENGTH) bytes
 /// as a shared reference to its own memory. Read in order, the segments are the bytes
 /// [`encode_message`] returns; validation, limits and errors are the same.
@@ -298,7 +298,7 @@ where
     Ok(writer.into_vec())
 }
 
-/// A streaming decoder of `T` messages from a framed byte stream (PROTOCOL.md sections 1 and 7).
+/// A streaming decoder of `T` messages from a framed byte stream (docs/PROTOCOL.md sections 1 and 7).
 ///
 /// [`push`](Self::push) returns the messages completed by a chunk, in order. When a frame is bad,
 /// every message before it is still delivered, then the error; the decoder then stays failed.

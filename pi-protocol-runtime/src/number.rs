@@ -1,4 +1,4 @@
-//! [`Integer`] and [`Number`]: JSON numbers as the protocol carries them (PROTOCOL.md sections
+//! [`Integer`] and [`Number`]: JSON numbers as the protocol carries them (docs/PROTOCOL.md sections
 //! 2-4: integers within +-(2^53 - 1), integral float64 accepted as integers, `-0.0` kept as
 //! written), and the codec impls of the other leaf types (`String`, `bool`, [`Null`]).
 

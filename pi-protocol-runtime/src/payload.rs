@@ -1,4 +1,4 @@
-//! [`Payload`]: an opaque strict-JSON value kept as its validated CBOR bytes (PROTOCOL.md
+//! [`Payload`]: an opaque strict-JSON value kept as its validated CBOR bytes (docs/PROTOCOL.md
 //! section 5).
 
 use std::fmt;

@@ -19,7 +19,7 @@ const LINEAR_DUPLICATE_SCAN: usize = 16;
 ///
 /// Keys are unique: [`insert`](Self::insert) replaces the value of a key already present,
 /// keeping its place, and a decoded map holding a key twice is refused (`Cbor`/`DuplicateKey`,
-/// PROTOCOL.md section 2). Constraints on keys (a key `pattern`, lengths) are the schema's and
+/// docs/PROTOCOL.md section 2). Constraints on keys (a key `pattern`, lengths) are the schema's and
 /// are checked by the type that holds the record. Encoding writes the entries in order, so a
 /// decoded record re-encodes to the same bytes.
 ///

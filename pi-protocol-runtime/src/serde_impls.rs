@@ -1,5 +1,5 @@
 //! `serde` support for the runtime's value types: a [`Payload`] is its JSON value, an
-//! [`Integer`] a JSON number (PROTOCOL.md sections 2 and 5).
+//! [`Integer`] a JSON number (docs/PROTOCOL.md sections 2 and 5).
 //!
 //! Deserializing a `Payload` applies the strict-JSON rules of [`Payload::from_value`] (finite
 //! numbers, integers within +-(2^53 - 1), the default CBOR limits); an `Integer` must be an
@@ -61,7 +61,7 @@ impl<'de> Deserialize<'de> for Integer {
 
 /// Serializes validated strict-JSON CBOR straight into any serde serializer, without building a
 /// value tree: a 16 MiB payload holding 16 million nulls streams out in constant memory
-/// (PROTOCOL.md section 5).
+/// (docs/PROTOCOL.md section 5).
 ///
 /// The bytes must be one strict-JSON item (as every [`Payload`] and every `Encode` output is);
 /// anything else ends the serialization with an error.

@@ -1,4 +1,4 @@
-//! Frames as lists of segments (PROTOCOL.md section 1), so that large opaque payloads reach the
+//! Frames as lists of segments (docs/PROTOCOL.md section 1), so that large opaque payloads reach the
 //! transport without being copied: see [`EncodedFrame`] and
 //! [`encode_message_vectored`](crate::encode_message_vectored).
 
@@ -18,7 +18,7 @@ use bytes::{Buf, Bytes};
 /// optimum.
 pub const MIN_PAYLOAD_SEGMENT_LENGTH: usize = 4096;
 
-/// One encoded frame (PROTOCOL.md section 1: a 4-byte big-endian payload length, then the
+/// One encoded frame (docs/PROTOCOL.md section 1: a 4-byte big-endian payload length, then the
 /// payload) held as an ordered list of byte segments instead of one buffer.
 ///
 /// The 4-byte header and the envelope's CBOR are owned bytes; every opaque payload of at least

@@ -1,6 +1,6 @@
 //! The JSON view of derived types (`#[codec(json)]`): serde impls and `to_json` / `from_json`
 //! in the exact wire shape, going through the wire encoding so that JSON and CBOR can never
-//! disagree (PROTOCOL.md section 4).
+//! disagree (docs/PROTOCOL.md section 4).
 //!
 //! Deserializing applies every rule of the wire decoder (unknown keys, literals, patterns,
 //! strict-JSON payloads, integer ranges, the default CBOR limits), so a value that

@@ -1,4 +1,4 @@
-//! The strict CBOR subset, rule by rule (PROTOCOL.md sections 2 and 3).
+//! The strict CBOR subset, rule by rule (docs/PROTOCOL.md sections 2 and 3).
 
 use pi_protocol_runtime::{
     decode_cbor, encode_cbor, CborLimits, CborValue, ErrorKind, FrameDecoder, Payload, ProtocolError, Rule, Writer,

@@ -8,7 +8,7 @@
 //! `poll_event` for what the application must see, `poll_transmit` for the bytes to write.
 //! Every call is deterministic, so tests drive the machines directly, byte by byte if they like.
 //!
-//! The rules they implement, on top of PROTOCOL.md section 4 (envelopes):
+//! The rules they implement (docs/PROTOCOL.md section 8), on top of the envelopes of section 4:
 //!
 //! - **Handshake.** The client's first frame is `hello` with its version, and it sends nothing
 //!   else until the server's `hello` names the logical `serverId`. The server answers a
@@ -149,7 +149,7 @@ fn local_close_reason(end: Result<(), ProtocolError>) -> CloseReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Violation {
-    /// A frame failed to decode (framing, CBOR subset, envelope schema: PROTOCOL.md sections 1-4),
+    /// A frame failed to decode (framing, CBOR subset, envelope schema: docs/PROTOCOL.md sections 1-4),
     /// or the connection was closed with a frame only partly received (`Frame`/`TruncatedFrame`,
     /// as a decoder reports at the end of the stream).
     Decode(ProtocolError),

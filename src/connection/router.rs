@@ -28,7 +28,7 @@
 //! # Shared or dedicated upstreams
 //!
 //! A server connection is one *presentation* to the server: it holds one live attachment
-//! route, and the server releases that route when the connection closes (PROTOCOL.md
+//! route, and the server releases that route when the connection closes (docs/PROTOCOL.md
 //! section 4, targets). A **shared** upstream multiplexes every client onto one such
 //! connection: cheap, and right for stateless server calls, but its clients share that one
 //! route (once a second client attaches, the server fences the first one's session calls as
@@ -39,7 +39,7 @@
 //!
 //! # Rules
 //!
-//! On top of PROTOCOL.md section 4 (envelopes) and the connection rules of the
+//! On top of docs/PROTOCOL.md section 4 (envelopes) and the connection rules of the
 //! [module docs](super); `tests/router.rs` holds one test per rule, and a property test that
 //! drives many clients and server connections through a router in random interleavings (rule 8
 //! above all).

@@ -15,7 +15,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
 
 /// How a [`ServerConnection`] behaves, and the errors it answers with on its own.
 ///
-/// Error codes are opaque strings to the protocol (PROTOCOL.md section 4), so every error the
+/// Error codes are opaque strings to the protocol (docs/PROTOCOL.md section 4), so every error the
 /// connection sends by itself is configurable here. The defaults, with their codes:
 ///
 /// | field | code | sent when |
@@ -299,7 +299,7 @@ impl ServerConnection {
         }
     }
 
-    /// Fences `request` or admits it (PROTOCOL.md section 4, targets; checks in the documented order).
+    /// Fences `request` or admits it (docs/PROTOCOL.md section 8, fencing; checks in the documented order).
     fn admit(&mut self, request: Request) {
         let fence = if self.in_flight.contains_key(&request.id) {
             Some(FenceReason::DuplicateId)

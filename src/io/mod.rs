@@ -1,5 +1,5 @@
 //! Byte-stream transports for Pi messages: blocking [`std::io`] helpers and, behind the `tokio`
-//! feature, [`tokio_util::codec`][codec] framing (PROTOCOL.md sections 1 and 7).
+//! feature, [`tokio_util::codec`][codec] framing (docs/PROTOCOL.md sections 1 and 7).
 //!
 //! [codec]: https://docs.rs/tokio-util/latest/tokio_util/codec/index.html
 //!

@@ -2,7 +2,7 @@
 //! reference's verdict) with what this crate does, shared by `tests/regressions.rs` and
 //! `cargo xtask conformance` (which includes this folder with `#[path]`).
 //!
-//! Rules (README of the conformance folder, PROTOCOL.md section 7):
+//! Rules (docs/PROTOCOL.md sections 7 and 10):
 //! - `decode`: same verdict; when both accept, the same messages (canonical bytes and JSON
 //!   numbers); when both reject, the same stage and chunk, and at least as many messages
 //!   delivered before the error as the reference delivered.

@@ -1,5 +1,5 @@
 //! [`FrameCursor`]: where the frames of a byte stream begin and end, seen from the end that
-//! reads it, to know what closing that end reports (PROTOCOL.md section 1, framing).
+//! reads it, to know what closing that end reports (docs/PROTOCOL.md section 1, framing).
 
 use pi_protocol::connection::{CloseReason, Violation};
 use pi_protocol::{ErrorKind, ProtocolError, Rule};

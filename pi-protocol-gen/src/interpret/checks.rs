@@ -2,7 +2,7 @@
 //! errors of the derive's checks (`pi-protocol-derive`'s `checks.rs`): string lengths and
 //! pattern, numeric bounds, array sizes then each element, each record entry's key then value.
 //! Lengths are counted and bounds compared with the runtime's own functions
-//! (`pi_protocol_runtime::checks`, PROTOCOL.md section 4).
+//! (`pi_protocol_runtime::checks`, docs/PROTOCOL.md section 4).
 //!
 //! A value's checks run once the whole value is decoded (an array's elements all decode before
 //! its size is checked), as the derive runs them on the decoded Rust value. `null` stands for

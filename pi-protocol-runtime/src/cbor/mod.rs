@@ -1,4 +1,4 @@
-//! The strict CBOR subset of PROTOCOL.md sections 2 and 3: [`Reader`], [`Writer`] and the raw
+//! The strict CBOR subset of docs/PROTOCOL.md sections 2 and 3: [`Reader`], [`Writer`] and the raw
 //! [`decode_cbor`] / [`encode_cbor`] entry points over [`CborValue`].
 
 pub mod reader;

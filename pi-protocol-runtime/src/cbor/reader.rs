@@ -1,4 +1,4 @@
-//! The strict CBOR reader (PROTOCOL.md section 2).
+//! The strict CBOR reader (docs/PROTOCOL.md section 2).
 //!
 //! [`Reader`] is a cursor over one complete CBOR payload. Every read checks the subset's rules
 //! and the configured [`CborLimits`] before it trusts a declared length, so a lying length fails

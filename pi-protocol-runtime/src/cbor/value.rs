@@ -8,7 +8,7 @@ use crate::codec::Scalar;
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::limits::CborLimits;
 
-/// One item of the strict CBOR subset (PROTOCOL.md section 2), as a tree.
+/// One item of the strict CBOR subset (docs/PROTOCOL.md section 2), as a tree.
 ///
 /// Numbers are JSON numbers (`f64`): integers within +-(2^53 - 1) and finite floats. Map entries
 /// keep their order.

@@ -1,4 +1,4 @@
-//! The canonical CBOR writer (PROTOCOL.md section 3): shortest arguments, definite lengths,
+//! The canonical CBOR writer (docs/PROTOCOL.md section 3): shortest arguments, definite lengths,
 //! JSON number rules.
 
 use std::borrow::Cow;

@@ -20,7 +20,7 @@ pub enum CallEffect {
 
 /// Reads a request on its way to a shared upstream and says what it does to subscriptions.
 ///
-/// Payloads are opaque to the protocol (PROTOCOL.md section 5): the subscription id of a
+/// Payloads are opaque to the protocol (docs/PROTOCOL.md section 5): the subscription id of a
 /// `service_update` is chosen inside an application call (for Chord, an argument of
 /// `$chord.service` `subscribe`), which only the application can read. The router calls the
 /// inspector once per request forwarded to a shared upstream (never for dedicated upstreams,

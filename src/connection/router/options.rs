@@ -31,7 +31,7 @@ pub enum Refusal {
 
 /// How a [`Router`](super::Router) behaves, and the errors it sends by itself.
 ///
-/// Error codes are opaque strings to the protocol (PROTOCOL.md section 4), so each error the
+/// Error codes are opaque strings to the protocol (docs/PROTOCOL.md section 4), so each error the
 /// router sends on its own is configurable. The defaults:
 ///
 /// | field | code | sent when |
