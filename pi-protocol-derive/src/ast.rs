@@ -445,6 +445,31 @@ fn build_checks(cx: &Ctxt, attrs: &CheckAttrs) -> Checks {
 /// String and numeric checks are checked by the compiler (`AsRef<str>`, `NumericValue`).
 fn check_applicable(cx: &Ctxt, ty: &Type, checks: &Checks, attrs: &CheckAttrs) {
     let ty = peel(ty);
+    // Types whose kind is plain from their name: a check of another kind is a mistake.
+    let text_types = ["String", "CompactString"];
+    let other_types = ["bool", "Integer", "Number", "Null", "Payload"];
+    let is_container = container_inner(ty, "Vec").is_some() || container_inner(ty, "Record").is_some();
+    let named_in = |names: &[&str]| names.iter().any(|n| is_named(ty, n));
+    if named_in(&other_types) || is_container {
+        for (attr, name) in [(attrs.min_length.span(), "min_length"), (attrs.max_length.span(), "max_length"), (attrs.pattern.span(), "pattern")] {
+            if let Some(span) = attr {
+                cx.error_at(span, format!("`{name}` applies to string values, not to this type"));
+            }
+        }
+    }
+    if named_in(&text_types) || named_in(&["bool", "Null", "Payload"]) || is_container {
+        let bounds = [
+            (attrs.minimum.span(), "minimum"),
+            (attrs.maximum.span(), "maximum"),
+            (attrs.exclusive_minimum.span(), "exclusive_minimum"),
+            (attrs.exclusive_maximum.span(), "exclusive_maximum"),
+        ];
+        for (attr, name) in bounds {
+            if let Some(span) = attr {
+                cx.error_at(span, format!("`{name}` applies to numbers (`Integer`, `Number`), not to this type"));
+            }
+        }
+    }
     if checks.has_items() {
         match container_inner(ty, "Vec") {
             Some(inner) => {
@@ -716,7 +741,12 @@ fn check_type(cx: &Ctxt, ty: &Type) {
         Type::Path(path) if path.qself.is_none() => {
             let last = path.path.segments.last();
             match last {
-                Some(s) if path.path.segments.len() == 1 && (s.ident == "f32" || s.ident == "f64") => {
+                Some(s)
+                    if path.path.segments.len() == 1
+                        && ["f32", "f64", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize"]
+                            .iter()
+                            .any(|t| s.ident == t) =>
+                {
                     Some("JSON numbers are `Number` (any) or `Integer` (integral) values")
                 }
                 Some(s) if path.path.segments.len() == 1 && (s.ident == "str" || s.ident == "char") => {

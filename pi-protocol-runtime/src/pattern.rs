@@ -83,7 +83,9 @@ impl Pattern {
                     }
                     (vec![(c, c)], i + 2)
                 }
-                c if c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b' ' || c == b':' => {
+                // Any printable ASCII character that is not regular-expression syntax stands for
+                // itself (JavaScript's reading, u flag included).
+                c if c == b' ' || (c.is_ascii_graphic() && !b"^$\\.*+?()[]{}|/".contains(&c)) => {
                     (vec![(c, c)], i + 1)
                 }
                 _ => return err(i, "only literals, classes and {n} counts are supported"),

@@ -1,7 +1,7 @@
 use pi_protocol_derive::Codec;
 
 #[derive(Codec)]
-pub struct NotString(u32);
+pub struct NotJson(u32);
 
 #[derive(Codec)]
 pub struct TwoFields(String, String);

@@ -1,17 +1,19 @@
 use pi_protocol_derive::Codec;
 
+// Patterns are ECMAScript regular expressions with the u flag, as the reference compiles them:
+// one JavaScript refuses is refused here.
 #[derive(Codec)]
-#[codec(pattern = "^a+$")]
-pub struct Repeated(String);
+#[codec(pattern = "(a")]
+pub struct Unbalanced(String);
 
 #[derive(Codec)]
-#[codec(pattern = "[0-9]{3}")]
-pub struct Unanchored(String);
+#[codec(pattern = "^a\\-b$")]
+pub struct IdentityEscape(String);
 
 #[derive(Codec)]
 pub struct Field {
-    #[codec(pattern = "^[^a]$")]
-    pub negated: String,
+    #[codec(pattern = "x{")]
+    pub lone_brace: String,
 }
 
 fn main() {}

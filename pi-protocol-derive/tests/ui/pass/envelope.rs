@@ -2,7 +2,7 @@
 //! optional key, a nullable key and an integer minimum.
 
 use pi_protocol_derive::Codec;
-use pi_protocol_runtime::{decode_message, encode_item, CborLimits, ErrorKind, Integer, Payload, Rule};
+use pi_protocol_runtime::{decode_message, encode_item, CborLimits, ErrorKind, Integer, Number, Payload, Rule};
 
 #[derive(Debug, Clone, PartialEq, Codec)]
 #[codec(literal(key = "type", value = "job"), literal(key = "v", value = 2, after = "jobId"))]
@@ -39,6 +39,6 @@ fn main() {
     let err = encode_item(&low, limits).unwrap_err();
     assert_eq!(
         (err.kind(), err.rule(), err.path_string()),
-        (ErrorKind::Schema, Rule::Minimum { min: 1 }, "priority".to_owned())
+        (ErrorKind::Schema, Rule::Minimum { min: Number::from(1) }, "priority".to_owned())
     );
 }

@@ -8,12 +8,12 @@ use pi_protocol_runtime::{decode_message, encode_item, ArrayString, CborLimits, 
 
 /// A lowercase hex colour such as `#a0b1c2`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(pattern = "^\\#[0-9a-f]{6}$", min_length = 7)]
+#[codec(pattern = "^#[0-9a-f]{6}$", min_length = 7)]
 pub struct Colour(String);
 
 /// The same colour stored in place: the pattern fixes the length at 7 bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Codec)]
-#[codec(pattern = "^\\#[0-9a-f]{6}$")]
+#[codec(pattern = "^#[0-9a-f]{6}$")]
 pub struct FixedColour(ArrayString<7>);
 
 /// Any non-empty name, inline up to 24 bytes.
