@@ -144,6 +144,11 @@ pub enum Rule {
     },
     /// No alternative of a union matches the value.
     NoVariant,
+    /// The Rust type a payload is converted to or from refused the value: a length, a value
+    /// or a shape it does not take, or an error of its own `serde` implementation (whose text,
+    /// which may quote the value, is not kept). See `Payload::deserialize` and
+    /// `Payload::from_serialize` (PROTOCOL.md section 5).
+    TypeRejected,
     // ---- encoding ----
     /// A number that JSON cannot carry (NaN, infinite, or integral beyond +-(2^53 - 1)).
     UnencodableNumber,
@@ -197,6 +202,7 @@ impl fmt::Display for Rule {
             Rule::Pattern => f.write_str("string does not match the required pattern"),
             Rule::Minimum { min } => write!(f, "number below the minimum of {min}"),
             Rule::NoVariant => f.write_str("value matches none of the allowed shapes"),
+            Rule::TypeRejected => f.write_str("value refused by the Rust type it converts to or from"),
             Rule::UnencodableNumber => f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)"),
             Rule::DecoderFailed => f.write_str("decoder already failed"),
             Rule::DecoderEnded => f.write_str("decoder already ended"),

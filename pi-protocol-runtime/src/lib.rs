@@ -21,12 +21,15 @@ pub mod codec;
 pub mod error;
 pub mod frame;
 pub mod json;
+mod json_text;
 pub mod limits;
 pub mod message;
 pub mod number;
 pub mod pattern;
 pub mod payload;
+pub mod serde_de;
 pub mod serde_impls;
+pub mod serde_ser;
 pub mod text;
 pub mod vectored;
 
