@@ -46,7 +46,8 @@ use std::fmt::Display;
 
 use serde::ser::{self, Impossible, Serialize};
 
-use crate::cbor::builder::Builder;
+use crate::cbor::builder::{check_float, check_integer, Builder};
+use crate::cbor::object::ObjectKeys;
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::payload::Payload;
 
@@ -88,99 +89,117 @@ fn non_text_key() -> ProtocolError {
     ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey)
 }
 
+/// Scalars are written straight into the output; containers are [`Compound`]s, which check
+/// the depth of their entries.
 impl<'b> ser::Serializer for &'b mut Builder {
     type Ok = ();
     type Error = ProtocolError;
-    type SerializeSeq = Self;
-    type SerializeTuple = Self;
-    type SerializeTupleStruct = Self;
-    type SerializeTupleVariant = Variant<'b>;
-    type SerializeMap = Self;
-    type SerializeStruct = Self;
-    type SerializeStructVariant = Variant<'b>;
+    type SerializeSeq = Compound<'b>;
+    type SerializeTuple = Compound<'b>;
+    type SerializeTupleStruct = Compound<'b>;
+    type SerializeTupleVariant = Compound<'b>;
+    type SerializeMap = Compound<'b>;
+    type SerializeStruct = Compound<'b>;
+    type SerializeStructVariant = Compound<'b>;
 
+    #[inline]
     fn serialize_bool(self, v: bool) -> Result<(), ProtocolError> {
-        self.bool(v)
+        self.out.bool(v);
+        Ok(())
     }
 
     fn serialize_i8(self, v: i8) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
     fn serialize_i16(self, v: i16) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
     fn serialize_i32(self, v: i32) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
+    #[inline]
     fn serialize_i64(self, v: i64) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i128(v.into())
     }
 
+    #[inline]
     fn serialize_i128(self, v: i128) -> Result<(), ProtocolError> {
-        self.integer(v)
+        check_integer(v)?;
+        self.out.integer(v as i64);
+        Ok(())
     }
 
     fn serialize_u8(self, v: u8) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
     fn serialize_u16(self, v: u16) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
     fn serialize_u32(self, v: u32) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i64(v.into())
     }
 
+    #[inline]
     fn serialize_u64(self, v: u64) -> Result<(), ProtocolError> {
-        self.integer(v.into())
+        self.serialize_i128(v.into())
     }
 
     fn serialize_u128(self, v: u128) -> Result<(), ProtocolError> {
-        self.integer(i128::try_from(v).unwrap_or(i128::MAX))
+        self.serialize_i128(i128::try_from(v).unwrap_or(i128::MAX))
     }
 
     fn serialize_f32(self, v: f32) -> Result<(), ProtocolError> {
-        self.float(v.into())
+        self.serialize_f64(v.into())
     }
 
+    #[inline]
     fn serialize_f64(self, v: f64) -> Result<(), ProtocolError> {
-        self.float(v)
+        check_float(v)?;
+        self.out.number(v);
+        Ok(())
     }
 
     fn serialize_char(self, v: char) -> Result<(), ProtocolError> {
-        self.text(v.encode_utf8(&mut [0; 4]))
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
     }
 
+    #[inline]
     fn serialize_str(self, v: &str) -> Result<(), ProtocolError> {
-        self.text(v)
+        self.out.text(v);
+        Ok(())
     }
 
     fn serialize_bytes(self, _: &[u8]) -> Result<(), ProtocolError> {
         Err(byte_string())
     }
 
+    #[inline]
     fn serialize_none(self) -> Result<(), ProtocolError> {
-        self.null()
+        self.out.null();
+        Ok(())
     }
 
+    #[inline]
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), ProtocolError> {
         value.serialize(self)
     }
 
     fn serialize_unit(self) -> Result<(), ProtocolError> {
-        self.null()
+        self.serialize_none()
     }
 
     fn serialize_unit_struct(self, _: &'static str) -> Result<(), ProtocolError> {
-        self.null()
+        self.serialize_none()
     }
 
+    #[inline]
     fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<(), ProtocolError> {
-        self.text(variant)
+        self.serialize_str(variant)
     }
 
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<(), ProtocolError> {
@@ -194,22 +213,21 @@ impl<'b> ser::Serializer for &'b mut Builder {
         variant: &'static str,
         value: &T,
     ) -> Result<(), ProtocolError> {
-        self.begin_object(Some(1))?;
-        self.key(variant)?;
-        value.serialize(&mut *self)?;
-        self.end()
+        let mut object = Compound::open(self, true, Some(1))?;
+        object.field(variant, value)?;
+        object.close()
     }
 
-    fn serialize_seq(self, len: Option<usize>) -> Result<Self, ProtocolError> {
-        self.begin_array(len)?;
-        Ok(self)
+    #[inline]
+    fn serialize_seq(self, len: Option<usize>) -> Result<Compound<'b>, ProtocolError> {
+        Compound::open(self, false, len)
     }
 
-    fn serialize_tuple(self, len: usize) -> Result<Self, ProtocolError> {
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'b>, ProtocolError> {
         self.serialize_seq(Some(len))
     }
 
-    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Self, ProtocolError> {
+    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Compound<'b>, ProtocolError> {
         self.serialize_seq(Some(len))
     }
 
@@ -219,19 +237,17 @@ impl<'b> ser::Serializer for &'b mut Builder {
         _: u32,
         variant: &'static str,
         len: usize,
-    ) -> Result<Variant<'b>, ProtocolError> {
-        self.begin_object(Some(1))?;
-        self.key(variant)?;
-        self.begin_array(Some(len))?;
-        Ok(Variant(self))
+    ) -> Result<Compound<'b>, ProtocolError> {
+        Compound::open_variant(self, variant, false, len)
     }
 
-    fn serialize_map(self, len: Option<usize>) -> Result<Self, ProtocolError> {
-        self.begin_object(len)?;
-        Ok(self)
+    #[inline]
+    fn serialize_map(self, len: Option<usize>) -> Result<Compound<'b>, ProtocolError> {
+        Compound::open(self, true, len)
     }
 
-    fn serialize_struct(self, _: &'static str, len: usize) -> Result<Self, ProtocolError> {
+    #[inline]
+    fn serialize_struct(self, _: &'static str, len: usize) -> Result<Compound<'b>, ProtocolError> {
         self.serialize_map(Some(len))
     }
 
@@ -241,127 +257,264 @@ impl<'b> ser::Serializer for &'b mut Builder {
         _: u32,
         variant: &'static str,
         len: usize,
-    ) -> Result<Variant<'b>, ProtocolError> {
-        self.begin_object(Some(1))?;
-        self.key(variant)?;
-        self.begin_object(Some(len))?;
-        Ok(Variant(self))
+    ) -> Result<Compound<'b>, ProtocolError> {
+        Compound::open_variant(self, variant, true, len)
     }
 }
 
-impl ser::SerializeSeq for &mut Builder {
+/// An array or object being written, its state kept here (on the caller's stack) rather than
+/// in the builder: its head, its count of entries, an object's keys.
+pub(crate) struct Compound<'b> {
+    builder: &'b mut Builder,
+    is_object: bool,
+    /// Its entries would lie deeper than 512 levels: it must stay empty.
+    full: bool,
+    /// A map key was written and its value is awaited (`SerializeMap` gives them apart).
+    key_written: bool,
+    /// The map key awaiting its value repeats an earlier one (see [`Builder::object_key`]).
+    repeats: bool,
+    head_at: usize,
+    head_len: usize,
+    /// The count its head holds (`usize::MAX` when it was not announced).
+    announced: usize,
+    count: usize,
+    /// An object's keys so far.
+    keys: ObjectKeys,
+    /// For the data of a tuple or struct variant: the head of the one-entry object
+    /// `{"Variant": data}` around it.
+    variant_head: Option<(usize, usize)>,
+}
+
+impl<'b> Compound<'b> {
+    /// Opens an array or object of `len` entries (`None`: not known yet).
+    #[inline]
+    fn open(builder: &'b mut Builder, is_object: bool, len: Option<usize>) -> Result<Self, ProtocolError> {
+        // Without a length, a one-byte head for now, rewritten when the container closes.
+        let (head_at, head_len) = builder.open_container(is_object, len.unwrap_or(0));
+        let keys = builder.keys.open();
+        let full = builder.check_depth().is_err();
+        Ok(Compound {
+            builder,
+            is_object,
+            full,
+            key_written: false,
+            repeats: false,
+            head_at,
+            head_len,
+            announced: len.unwrap_or(usize::MAX),
+            count: 0,
+            keys,
+            variant_head: None,
+        })
+    }
+
+    /// Opens `{"variant": [...]}` or `{"variant": {...}}` and returns the inner container.
+    fn open_variant(
+        builder: &'b mut Builder,
+        variant: &'static str,
+        is_object: bool,
+        len: usize,
+    ) -> Result<Self, ProtocolError> {
+        let outer = builder.open_container(true, 1);
+        builder.check_depth()?;
+        builder.out.text(variant);
+        let mut inner = Compound::open(builder, is_object, Some(len))?;
+        inner.variant_head = Some(outer);
+        Ok(inner)
+    }
+
+    /// Refuses an entry deeper than 512 levels.
+    #[inline(always)]
+    fn check_depth(&self) -> Result<(), ProtocolError> {
+        if self.full {
+            return self.builder.check_depth();
+        }
+        Ok(())
+    }
+
+    /// Writes an array element.
+    #[inline]
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
+        self.check_depth()?;
+        value.serialize(&mut *self.builder)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes a map key (of `SerializeMap`, which gives keys and values apart).
+    #[inline]
+    fn key(&mut self, key: &str) -> Result<(), ProtocolError> {
+        if self.key_written {
+            return Err(non_text_key());
+        }
+        self.key_written = true;
+        let content_at = self.head_at + self.head_len;
+        self.repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        Ok(())
+    }
+
+    /// Writes the value of the map key just written.
+    #[inline]
+    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
+        if !self.key_written {
+            return Err(non_text_key());
+        }
+        self.key_written = false;
+        let repeats = std::mem::take(&mut self.repeats);
+        self.entry_value(value, repeats)
+    }
+
+    /// Writes an object entry.
+    #[inline(always)]
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), ProtocolError> {
+        let content_at = self.head_at + self.head_len;
+        let repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        self.entry_value(value, repeats)
+    }
+
+    /// Writes the value of an object entry whose key was written (and `repeats` an earlier
+    /// one).
+    #[inline(always)]
+    fn entry_value<T: Serialize + ?Sized>(&mut self, value: &T, repeats: bool) -> Result<(), ProtocolError> {
+        self.check_depth()?;
+        value.serialize(&mut *self.builder)?;
+        if repeats {
+            self.builder.merge_repeated();
+        } else {
+            self.count += 1;
+        }
+        Ok(())
+    }
+
+    /// Completes the container (and the variant object around it).
+    #[inline]
+    fn close(self) -> Result<(), ProtocolError> {
+        if self.key_written {
+            return Err(non_text_key());
+        }
+        if self.is_object {
+            self.builder.keys.close(self.keys);
+        }
+        self.builder.close_container(self.is_object, self.head_at, self.head_len, self.count, self.announced);
+        if let Some((head_at, head_len)) = self.variant_head {
+            self.builder.close_container(true, head_at, head_len, 1, 1);
+        }
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
     type Ok = ();
     type Error = ProtocolError;
 
+    #[inline]
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        value.serialize(&mut **self)
+        self.element(value)
     }
 
+    #[inline]
     fn end(self) -> Result<(), ProtocolError> {
-        Builder::end(self)
+        self.close()
     }
 }
 
-impl ser::SerializeTuple for &mut Builder {
+impl ser::SerializeTuple for Compound<'_> {
     type Ok = ();
     type Error = ProtocolError;
 
+    #[inline]
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        value.serialize(&mut **self)
+        self.element(value)
     }
 
+    #[inline]
     fn end(self) -> Result<(), ProtocolError> {
-        Builder::end(self)
+        self.close()
     }
 }
 
-impl ser::SerializeTupleStruct for &mut Builder {
+impl ser::SerializeTupleStruct for Compound<'_> {
     type Ok = ();
     type Error = ProtocolError;
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        value.serialize(&mut **self)
+        self.element(value)
     }
 
     fn end(self) -> Result<(), ProtocolError> {
-        Builder::end(self)
+        self.close()
     }
 }
 
-impl ser::SerializeMap for &mut Builder {
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = ProtocolError;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), ProtocolError> {
+        self.close()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
     type Error = ProtocolError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), ProtocolError> {
-        key.serialize(KeySerializer(&mut **self))
+        key.serialize(KeySerializer(self))
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        value.serialize(&mut **self)
+        self.value(value)
     }
 
     fn end(self) -> Result<(), ProtocolError> {
-        Builder::end(self)
+        self.close()
     }
 }
 
-impl ser::SerializeStruct for &mut Builder {
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = ProtocolError;
+
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), ProtocolError> {
+        self.field(key, value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), ProtocolError> {
+        self.close()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
     type Ok = ();
     type Error = ProtocolError;
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), ProtocolError> {
-        self.key(key)?;
-        value.serialize(&mut **self)
+        self.field(key, value)
     }
 
     fn end(self) -> Result<(), ProtocolError> {
-        Builder::end(self)
-    }
-}
-
-/// The data of a tuple or struct variant, inside its one-entry `{"Variant": ...}` object.
-pub(crate) struct Variant<'b>(&'b mut Builder);
-
-impl ser::SerializeTupleVariant for Variant<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        value.serialize(&mut *self.0)
-    }
-
-    fn end(self) -> Result<(), ProtocolError> {
-        self.0.end()?;
-        self.0.end()
-    }
-}
-
-impl ser::SerializeStructVariant for Variant<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), ProtocolError> {
-        self.0.key(key)?;
-        value.serialize(&mut *self.0)
-    }
-
-    fn end(self) -> Result<(), ProtocolError> {
-        self.0.end()?;
-        self.0.end()
+        self.close()
     }
 }
 
 /// Writes a map key: strings as they are; integers, booleans, chars and finite floats as the
 /// strings `serde_json` makes of them; anything else is `Encode`/`NonTextKey`.
-struct KeySerializer<'b>(&'b mut Builder);
+struct KeySerializer<'c, 'b>(&'c mut Compound<'b>);
 
-impl KeySerializer<'_> {
+impl KeySerializer<'_, '_> {
     fn display(self, value: impl Display) -> Result<(), ProtocolError> {
         self.0.key(&value.to_string())
     }
 }
 
-impl ser::Serializer for KeySerializer<'_> {
+impl ser::Serializer for KeySerializer<'_, '_> {
     type Ok = ();
     type Error = ProtocolError;
     type SerializeSeq = Impossible<(), ProtocolError>;

@@ -11,29 +11,33 @@
 //! when it closes). A key given twice in one object keeps its first place and takes the last
 //! value, as `serde_json::Map` with `preserve_order` and JavaScript's `JSON.parse` do.
 
-use std::collections::HashMap;
+use std::ops::Range;
 
-use super::reader::{head_word, key_fingerprint, low_bytes, ItemShape};
+use super::object::{finish_head, find_entry, replace_value, to_javascript_order, KeyStack, ObjectKeys};
+use super::reader::ItemShape;
 use super::{Reader, Writer};
 use crate::error::{ErrorKind, ProtocolError, Rule};
-use crate::json::is_array_index;
 use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH};
 use crate::payload::Payload;
-
-/// Keys of an object compared one by one for duplicates; a wider object gets a hash index.
-const LINEAR_KEYS: usize = 16;
 
 /// Writes one strict-JSON item (see the module documentation).
 #[derive(Debug, Default)]
 pub(crate) struct Builder {
-    out: Writer,
-    /// The containers being filled, innermost last.
+    pub(crate) out: Writer,
+    /// The containers being filled through the event methods, innermost last.
     open: Vec<Open>,
-    /// The entries of the open objects, innermost object's last.
-    entries: Vec<Entry>,
-    shape: ItemShape,
-    /// A duplicate key was merged: the shape is measured again at the end.
-    merged: bool,
+    /// The keys of the objects being written.
+    pub(crate) keys: KeyStack,
+    /// For each open object whose last key repeats an earlier one, innermost last: the earlier
+    /// value, where the repeated key starts and where its value starts.
+    repeats: Vec<(Range<usize>, usize, usize)>,
+    /// The innermost container is an object whose next item is a key.
+    key_next: bool,
+    /// Containers open.
+    pub(crate) depth: usize,
+    pub(crate) shape: ItemShape,
+    /// A repeated key was merged: the shape is measured again at the end.
+    pub(crate) merged: bool,
     /// Objects are written in JavaScript property order (array-index keys first, ascending).
     javascript_order: bool,
     /// The item is complete.
@@ -49,33 +53,11 @@ struct Open {
     head_len: usize,
     /// Entries written so far.
     count: usize,
-    /// `Some` for an object: its state.
-    object: Option<Object>,
-}
-
-/// The state of an object being filled.
-#[derive(Debug, Default)]
-struct Object {
-    /// Where its entries start in [`Builder::entries`].
-    entries_from: usize,
-    /// Key hash -> entry index (relative), once the object has more than [`LINEAR_KEYS`] keys.
-    index: Option<HashMap<u64, usize>>,
-    /// A key was written and its value is awaited.
-    awaiting_value: bool,
-    /// The key awaiting its value repeats an entry: where the repeated key starts, where its
-    /// value starts, and the index of the entry it repeats (relative).
-    repeats: Option<(usize, usize, usize)>,
-}
-
-/// One entry of an open object.
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    /// Offset of the key's head.
-    key_at: usize,
-    /// Offset of the value (just after the key).
-    value_at: usize,
-    /// [`key_fingerprint`] of the key.
-    fingerprint: u64,
+    /// An object's keys (`None` for an array).
+    keys: Option<ObjectKeys>,
+    /// The key awaiting its value repeats an earlier one (its details are in
+    /// [`Builder::repeats`]).
+    repeats: bool,
 }
 
 impl Builder {
@@ -109,9 +91,7 @@ impl Builder {
     /// A float (or any number given as `f64`): finite, and within +-(2^53 - 1) when integral;
     /// integral values are written as integers, `-0.0` as a float.
     pub(crate) fn float(&mut self, n: f64) -> Result<(), ProtocolError> {
-        if !super::is_encodable_number(n) {
-            return Err(unencodable());
-        }
+        check_float(n)?;
         self.value_start()?;
         self.out.number(n);
         self.value_end();
@@ -120,9 +100,7 @@ impl Builder {
 
     /// An integer within +-(2^53 - 1) (any wider integer type converts losslessly to `i128`).
     pub(crate) fn integer(&mut self, n: i128) -> Result<(), ProtocolError> {
-        if n.unsigned_abs() > u128::from(super::MAX_SAFE_INTEGER) {
-            return Err(unencodable());
-        }
+        check_integer(n)?;
         self.value_start()?;
         self.out.integer(n as i64);
         self.value_end();
@@ -139,28 +117,91 @@ impl Builder {
 
     /// Opens an array of `len` elements (`None`: not known yet).
     pub(crate) fn begin_array(&mut self, len: Option<usize>) -> Result<(), ProtocolError> {
-        self.begin(len, None)
+        self.begin(len, false)
     }
 
     /// Opens an object of `len` entries (`None`: not known yet).
     pub(crate) fn begin_object(&mut self, len: Option<usize>) -> Result<(), ProtocolError> {
-        self.begin(len, Some(Object { entries_from: self.entries.len(), ..Object::default() }))
+        self.begin(len, true)
     }
 
-    fn begin(&mut self, len: Option<usize>, object: Option<Object>) -> Result<(), ProtocolError> {
+    fn begin(&mut self, len: Option<usize>, is_object: bool) -> Result<(), ProtocolError> {
         self.value_start()?;
-        let head_at = self.out.as_bytes().len();
-        match (len, object.is_some()) {
-            (Some(n), true) => self.out.map_header(n),
-            (Some(n), false) => self.out.array_header(n),
-            // A one-byte head for now, rewritten when the container closes.
-            (None, true) => self.out.map_header(0),
-            (None, false) => self.out.array_header(0),
-        }
-        let head_len = self.out.as_bytes().len() - head_at;
-        self.open.push(Open { head_at, head_len, count: 0, object });
-        self.shape.depth = self.shape.depth.max(self.open.len() as u32);
+        // Without a length, a one-byte head for now, rewritten when the container closes.
+        let (head_at, head_len) = self.open_container(is_object, len.unwrap_or(0));
+        let keys = is_object.then(|| self.keys.open());
+        self.open.push(Open { head_at, head_len, count: 0, keys, repeats: false });
+        self.key_next = is_object;
         Ok(())
+    }
+
+    /// Writes the head of a container of `n` entries (an object's when `is_object`) and counts
+    /// its level; returns where the head starts and its length.
+    #[inline]
+    pub(crate) fn open_container(&mut self, is_object: bool, n: usize) -> (usize, usize) {
+        let head_at = self.out.as_bytes().len();
+        if is_object {
+            self.out.map_header(n);
+        } else {
+            self.out.array_header(n);
+        }
+        self.depth += 1;
+        self.shape.depth = self.shape.depth.max(self.depth as u32);
+        (head_at, self.out.as_bytes().len() - head_at)
+    }
+
+    /// Completes a container opened with [`open_container`](Self::open_container) with its
+    /// `count` entries, its head rewritten unless it holds that count (`announced`).
+    #[inline]
+    pub(crate) fn close_container(
+        &mut self,
+        is_object: bool,
+        head_at: usize,
+        head_len: usize,
+        count: usize,
+        announced: usize,
+    ) {
+        self.depth -= 1;
+        self.shape.widest = self.shape.widest.max(u32::try_from(count).unwrap_or(u32::MAX));
+        if count != announced {
+            finish_head(self.out.as_mut_vec(), head_at, head_len, if is_object { 5 } else { 4 }, count);
+        }
+    }
+
+    /// Writes `key` as the next key of the innermost object, whose entries (`count` of
+    /// them, with `keys`) start at `content_at`; `true` when it repeats one of them: call
+    /// [`merge_repeated`](Self::merge_repeated) once its value is written.
+    #[inline(always)]
+    pub(crate) fn object_key(&mut self, key: &str, keys: &mut ObjectKeys, content_at: usize, count: usize) -> bool {
+        let maybe = self.keys.insert(keys, key.as_bytes(), self.out.as_bytes(), content_at, count);
+        let key_at = self.out.as_bytes().len();
+        self.out.text(key);
+        maybe && self.find_repeated(key, content_at, count, key_at)
+    }
+
+    /// Whether `key` (just written at `key_at`) repeats an earlier entry; if so, records what
+    /// [`merge_repeated`](Self::merge_repeated) needs.
+    #[cold]
+    #[inline(never)]
+    fn find_repeated(&mut self, key: &str, content_at: usize, count: usize, key_at: usize) -> bool {
+        match find_entry(self.out.as_bytes(), content_at, count, key.as_bytes()) {
+            Some(old) => {
+                self.repeats.push((old, key_at, self.out.as_bytes().len()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves the value written after the innermost repeated key into the earlier entry's place
+    /// (see [`object_key`](Self::object_key)).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn merge_repeated(&mut self) {
+        if let Some((old, key_at, value_at)) = self.repeats.pop() {
+            self.merged = true;
+            replace_value(self.out.as_mut_vec(), old, key_at, value_at);
+        }
     }
 
     /// Writes the next key of the innermost object.
@@ -169,46 +210,18 @@ impl Builder {
     /// `Encode`/`NonTextKey` when no object awaits a key (a value is awaited, or the innermost
     /// container is an array).
     pub(crate) fn key(&mut self, key: &str) -> Result<(), ProtocolError> {
-        let key_at = self.out.as_bytes().len();
-        let Some(Open { object: Some(object), .. }) = self.open.last_mut() else {
-            return Err(ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey));
-        };
-        if object.awaiting_value {
+        if !self.key_next {
             return Err(ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey));
         }
-        object.awaiting_value = true;
-        self.out.text(key);
-        let value_at = self.out.as_bytes().len();
-        let bytes = key.as_bytes();
-        let fingerprint = key_fingerprint(head_word(bytes) & low_bytes(bytes.len()), bytes.len());
-        let entries = &self.entries[object.entries_from..];
-        let out = self.out.as_bytes();
-        let same = |e: &Entry| e.fingerprint == fingerprint && key_bytes(out, e) == bytes;
-        let repeated = match &mut object.index {
-            None => entries.iter().position(same),
-            Some(index) => match index.get(&hash_key(bytes)) {
-                Some(&at) if same(&entries[at]) => Some(at),
-                // Two keys of one hash: rare, compared one by one.
-                Some(_) => entries.iter().position(same),
-                None => None,
-            },
-        };
-        if let Some(at) = repeated {
-            object.repeats = Some((key_at, value_at, at));
-            return Ok(());
+        self.key_next = false;
+        let Some(open) = self.open.last_mut() else { return Err(rejected()) };
+        let (content_at, count) = (open.head_at + open.head_len, open.count);
+        let Some(mut keys) = open.keys else { return Err(rejected()) };
+        let repeats = self.object_key(key, &mut keys, content_at, count);
+        if let Some(open) = self.open.last_mut() {
+            open.keys = Some(keys);
+            open.repeats = repeats;
         }
-        let relative = entries.len();
-        if let Some(index) = &mut object.index {
-            index.insert(hash_key(bytes), relative);
-        } else if relative == LINEAR_KEYS {
-            let mut index = HashMap::with_capacity(4 * LINEAR_KEYS);
-            for (i, e) in entries.iter().enumerate() {
-                index.entry(hash_key(key_bytes(out, e))).or_insert(i);
-            }
-            index.entry(hash_key(bytes)).or_insert(relative);
-            object.index = Some(index);
-        }
-        self.entries.push(Entry { key_at, value_at, fingerprint });
         Ok(())
     }
 
@@ -218,29 +231,19 @@ impl Builder {
     /// `Encode`/`NonTextKey` when an object's last key has no value; `Encode`/`TypeRejected`
     /// when no container is open.
     pub(crate) fn end(&mut self) -> Result<(), ProtocolError> {
+        let Some(open) = self.open.last() else { return Err(rejected()) };
+        if open.keys.is_some() && !self.key_next {
+            return Err(ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey));
+        }
         let Some(open) = self.open.pop() else { return Err(rejected()) };
-        if let Some(object) = &open.object {
-            if object.awaiting_value {
-                return Err(ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey));
-            }
+        let is_object = open.keys.is_some();
+        if let Some(keys) = open.keys {
+            self.keys.close(keys);
             if self.javascript_order {
-                self.reorder(object.entries_from, open.head_at + open.head_len);
+                to_javascript_order(self.out.as_mut_vec(), open.head_at + open.head_len, open.count)?;
             }
-            self.entries.truncate(object.entries_from);
         }
-        self.shape.widest = self.shape.widest.max(u32::try_from(open.count).unwrap_or(u32::MAX));
-        // The canonical head for the real count, in place of the one written.
-        let mut head = Writer::new();
-        if open.object.is_some() {
-            head.map_header(open.count);
-        } else {
-            head.array_header(open.count);
-        }
-        let buf = self.out.as_mut_vec();
-        let written = open.head_at..open.head_at + open.head_len;
-        if buf[written.clone()] != *head.as_bytes() {
-            buf.splice(written, head.as_bytes().iter().copied());
-        }
+        self.close_container(is_object, open.head_at, open.head_len, open.count, usize::MAX);
         self.value_end();
         Ok(())
     }
@@ -250,7 +253,7 @@ impl Builder {
     /// # Errors
     /// `Encode`/`TypeRejected` when the item is incomplete.
     pub(crate) fn finish(self) -> Result<Payload, ProtocolError> {
-        if !self.done || !self.open.is_empty() {
+        if !(self.done || self.open.is_empty() && self.depth == 0 && !self.out.as_bytes().is_empty()) {
             return Err(rejected());
         }
         let cbor = self.out.into_vec();
@@ -267,14 +270,16 @@ impl Builder {
     /// the depth is within the limit.
     #[inline]
     fn value_start(&mut self) -> Result<(), ProtocolError> {
-        match self.open.last() {
-            None if self.done => return Err(rejected()),
-            Some(Open { object: Some(object), .. }) if !object.awaiting_value => {
-                return Err(ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey))
-            }
-            _ => {}
+        if self.key_next || self.done {
+            return Err(self.refuse_value());
         }
-        if self.open.len() > MAX_CONFIGURABLE_DEPTH as usize {
+        self.check_depth()
+    }
+
+    /// Checks that a value may be written at the current depth.
+    #[inline(always)]
+    pub(crate) fn check_depth(&self) -> Result<(), ProtocolError> {
+        if self.depth > MAX_CONFIGURABLE_DEPTH as usize {
             return Err(ProtocolError::new(
                 ErrorKind::Encode,
                 Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) },
@@ -283,95 +288,49 @@ impl Builder {
         Ok(())
     }
 
+    #[cold]
+    fn refuse_value(&self) -> ProtocolError {
+        if self.key_next {
+            ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey)
+        } else {
+            rejected()
+        }
+    }
+
     /// Counts the value just written in its container (or ends the item).
     #[inline]
     fn value_end(&mut self) {
         let Some(open) = self.open.last_mut() else {
             self.done = true;
+            self.key_next = false;
             return;
         };
-        let Some(object) = &mut open.object else {
+        self.key_next = open.keys.is_some();
+        if open.repeats {
+            open.repeats = false;
+            self.merge_repeated();
+        } else {
             open.count += 1;
-            return;
-        };
-        object.awaiting_value = false;
-        match object.repeats.take() {
-            None => open.count += 1,
-            Some((key_at, value_at, at)) => {
-                let at = object.entries_from + at;
-                self.replace_value(at, key_at, value_at);
-            }
         }
-    }
-
-    /// Moves the value just written (from `value_at`) after the repeated key at `key_at` into
-    /// the place of the value of entry `at`, dropping the repeated key.
-    #[cold]
-    fn replace_value(&mut self, at: usize, key_at: usize, value_at: usize) {
-        self.merged = true;
-        let buf = self.out.as_mut_vec();
-        let value = buf.split_off(value_at);
-        buf.truncate(key_at);
-        let old_start = self.entries[at].value_at;
-        let old_end = self.entries.get(at + 1).map_or(key_at, |e| e.key_at);
-        let delta = value.len() as isize - (old_end - old_start) as isize;
-        buf.splice(old_start..old_end, value);
-        for e in &mut self.entries[at + 1..] {
-            e.key_at = e.key_at.wrapping_add_signed(delta);
-            e.value_at = e.value_at.wrapping_add_signed(delta);
-        }
-    }
-
-    /// Puts the entries of the object closing (from `entries_from`, content from `content_at`)
-    /// in JavaScript property order when it has an array-index key.
-    fn reorder(&mut self, entries_from: usize, content_at: usize) {
-        let buf = self.out.as_mut_vec();
-        let entries = &self.entries[entries_from..];
-        let key_of = |e: &Entry| std::str::from_utf8(key_bytes(buf, e)).unwrap_or("");
-        if !entries.iter().any(|e| is_array_index(key_of(e))) {
-            return;
-        }
-        let ends: Vec<usize> = entries.iter().skip(1).map(|e| e.key_at).chain([buf.len()]).collect();
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        // Stable: the other keys keep their order.
-        order.sort_by_key(|&i| {
-            let key = key_of(&entries[i]);
-            if is_array_index(key) {
-                (0, key.parse::<u64>().unwrap_or(0))
-            } else {
-                (1, 0)
-            }
-        });
-        let mut content = Vec::with_capacity(buf.len() - content_at);
-        for i in order {
-            content.extend_from_slice(&buf[entries[i].key_at..ends[i]]);
-        }
-        buf.truncate(content_at);
-        buf.extend_from_slice(&content);
     }
 }
 
-/// Length of the head of a text string whose head and content together take `total` bytes.
-fn head_length(total: usize) -> usize {
-    match total {
-        ..=24 => 1,
-        25..=257 => 2,
-        258..=65_538 => 3,
-        65_539..=4_294_967_300 => 5,
-        _ => 9,
+/// Checks a float for [`Builder::float`].
+#[inline(always)]
+pub(crate) fn check_float(n: f64) -> Result<(), ProtocolError> {
+    if !super::is_encodable_number(n) {
+        return Err(unencodable());
     }
+    Ok(())
 }
 
-/// The bytes of the key of entry `e` (its head and content lie between `key_at` and `value_at`).
-fn key_bytes<'a>(out: &'a [u8], e: &Entry) -> &'a [u8] {
-    let total = e.value_at - e.key_at;
-    &out[e.key_at + head_length(total)..e.value_at]
-}
-
-/// A hash of a key's bytes for the index of a wide object.
-fn hash_key(bytes: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(bytes)
+/// Checks an integer for [`Builder::integer`].
+#[inline(always)]
+pub(crate) fn check_integer(n: i128) -> Result<(), ProtocolError> {
+    if n.unsigned_abs() > u128::from(super::MAX_SAFE_INTEGER) {
+        return Err(unencodable());
+    }
+    Ok(())
 }
 
 #[cold]
@@ -380,7 +339,7 @@ fn unencodable() -> ProtocolError {
 }
 
 #[cold]
-fn rejected() -> ProtocolError {
+pub(crate) fn rejected() -> ProtocolError {
     ProtocolError::new(ErrorKind::Encode, Rule::TypeRejected)
 }
 

@@ -2,6 +2,7 @@
 //! [`decode_cbor`] / [`encode_cbor`] entry points over [`CborValue`].
 
 pub(crate) mod builder;
+pub(crate) mod object;
 pub mod reader;
 pub(crate) mod tree;
 pub mod value;

@@ -1285,7 +1285,7 @@ const PLAIN_SIZES: [u8; 256] = {
 
 /// An odd constant whose product with a fingerprint has its top six bits depend on all of it
 /// (the golden-ratio constant of Fibonacci hashing).
-const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// `LOW_BYTES[n]`: a mask of the low `n` bytes of a word, `n` up to 8 (see [`low_bytes`]).
 const LOW_BYTES: [u64; 9] = {
@@ -1370,7 +1370,7 @@ impl KeyStack {
 /// The first eight bytes of `rest` as a little-endian word (one unaligned load), or its bytes
 /// zero-extended when it is shorter. Callers mask off the bytes beyond their string.
 #[inline(always)]
-pub(crate) fn head_word(rest: &[u8]) -> u64 {
+fn head_word(rest: &[u8]) -> u64 {
     match rest.get(..8) {
         Some(word) => u64::from_le_bytes(word.try_into().expect("eight bytes")),
         None => rest.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
@@ -1392,13 +1392,13 @@ fn ascii_head(input: &[u8], start: usize, n: usize) -> Option<u64> {
 /// `head` zero) are equal exactly when their fingerprints are, longer ones whose fingerprints
 /// agree are compared byte by byte (or, in [`Plain`], left to the walk).
 #[inline(always)]
-pub(crate) fn key_fingerprint(head: u64, n: usize) -> u64 {
+fn key_fingerprint(head: u64, n: usize) -> u64 {
     head ^ ((n as u64) << 56)
 }
 
 /// A mask of the low `n` bytes of a word (all of it from eight on).
 #[inline(always)]
-pub(crate) fn low_bytes(n: usize) -> u64 {
+fn low_bytes(n: usize) -> u64 {
     LOW_BYTES[n.min(8)]
 }
 
