@@ -1,7 +1,7 @@
 //! The JSON view of messages: validating a `serde_json::Value` with the wire rules, and
 //! rendering a message in its wire shape.
 
-use pi_protocol_runtime::json::to_javascript_key_order;
+use pi_protocol_runtime::json::{payload_in_javascript_order, to_javascript_key_order};
 use pi_protocol_runtime::{
     decode_message, encode_frame, CborLimits, CodecOptions, Encode, Payload, ProtocolError, Writer,
 };
@@ -33,7 +33,7 @@ pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolErro
     parse(value)
 }
 
-/// Validates JSON as a `T` with the wire decoder's rules and the default limits.
+/// Validates a JSON value as a `T` with the wire decoder's rules and the default limits.
 pub(crate) fn parse<T: for<'de> pi_protocol_runtime::Decode<'de>>(value: &Value) -> Result<T, ProtocolError> {
     let cbor = Payload::from_value(value)?;
     decode_message(cbor.as_cbor(), CborLimits::default())
@@ -53,8 +53,13 @@ pub(crate) fn to_value<T: Encode>(value: &T) -> Value {
 }
 
 impl ClientMessage {
-    /// The message as JSON in its wire shape (`type` tags, camelCase keys, payloads in wire
-    /// key order). The message is rendered as it is, without validation.
+    /// The message as a `serde_json::Value` in its wire shape (`type` tags, camelCase keys).
+    /// The message is rendered as it is, without validation.
+    ///
+    /// A `serde_json::Map` keeps the wire order of keys only when the application turns on
+    /// `serde_json`'s `preserve_order` feature (this crate does not); without it, keys come out
+    /// sorted. For JSON text in wire order whatever the features, serialize the message itself:
+    /// `serde_json::to_string(&message)` streams its wire encoding.
     pub fn to_json(&self) -> Value {
         to_value(self)
     }
@@ -67,33 +72,75 @@ impl ServerMessage {
     }
 }
 
-/// Encodes a client message given as JSON exactly as the reference package encodes the same
-/// JSON text: keys in JavaScript property order (array-index keys first, ascending, then the
-/// others in the order given), after validating it like [`parse_client_message`].
+/// Encodes a client message given as a `serde_json::Value`, after validating it like
+/// [`parse_client_message`], with keys in the order the value iterates them (array-index keys
+/// first, ascending, as a JavaScript object holds them).
 ///
-/// Use it where bytes must match what the TypeScript peer would produce for the same JSON; the
-/// typed [`encode_client_message`](crate::encode_client_message) writes envelope keys in schema
-/// order instead.
+/// That order is the order given only when the application turns on `serde_json`'s
+/// `preserve_order` feature (without it, `serde_json::Map` iterates keys sorted). To encode
+/// JSON text exactly as the reference encodes the same text, whatever the features, use
+/// [`encode_client_json_str`]. The typed [`encode_client_message`](crate::encode_client_message)
+/// writes envelope keys in schema order instead.
 ///
 /// # Errors
 /// As [`parse_client_message`], plus `Frame`/`EncodedFrameTooLong` past the frame limit.
 ///
 /// ```
 /// use serde_json::json;
-/// let frame = pi_protocol::encode_client_json(&json!({"version": 8, "type": "hello"}), &Default::default()).unwrap();
-/// assert_eq!(&frame[4..6], &[0xa2, 0x67]); // "version" first, as given
+/// let frame = pi_protocol::encode_client_json(&json!({"type": "hello", "version": 8}), &Default::default()).unwrap();
+/// assert_eq!(frame.len(), 4 + 21);
 /// ```
 pub fn encode_client_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
     encode_json::<ClientMessage>(value, options)
 }
 
-/// Encodes a server message given as JSON like the reference does, as
-/// [`encode_client_json`] does for client messages.
+/// Encodes a server message given as a `serde_json::Value`, as [`encode_client_json`] does
+/// for client messages.
 ///
 /// # Errors
 /// As [`encode_client_json`].
 pub fn encode_server_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
     encode_json::<ServerMessage>(value, options)
+}
+
+/// Encodes a client message given as JSON text exactly as the reference package encodes the
+/// same text: keys in JavaScript property order (array-index keys first, ascending, then the
+/// others in the order of the text), numbers read exactly, after validating it like
+/// [`parse_client_message`]. No `serde_json::Value` is built, so neither order nor numbers
+/// depend on the `serde_json` features an application turns on (PROTOCOL.md section 7).
+///
+/// Use it where bytes must match what the TypeScript peer would produce for the same JSON.
+///
+/// # Errors
+/// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON; otherwise as
+/// [`encode_client_json`].
+///
+/// ```
+/// let frame = pi_protocol::encode_client_json_str(r#"{"version": 8, "type": "hello"}"#, &Default::default())?;
+/// assert_eq!(&frame[4..6], &[0xa2, 0x67]); // "version" first, as given
+/// # Ok::<(), pi_protocol::ProtocolError>(())
+/// ```
+pub fn encode_client_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json_text::<ClientMessage>(text, options)
+}
+
+/// Encodes a server message given as JSON text, as [`encode_client_json_str`] does for client
+/// messages.
+///
+/// # Errors
+/// As [`encode_client_json_str`].
+pub fn encode_server_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json_text::<ServerMessage>(text, options)
+}
+
+fn encode_json_text<T: for<'de> pi_protocol_runtime::Decode<'de>>(
+    text: &str,
+    options: &CodecOptions,
+) -> Result<Vec<u8>, ProtocolError> {
+    let cbor = payload_in_javascript_order(text)?;
+    // Decoding the very bytes that will be sent validates the message, limits included.
+    decode_message::<T>(cbor.as_cbor(), options.limits())?;
+    encode_frame(cbor.as_cbor(), options.frame_limit())
 }
 
 fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(

@@ -78,7 +78,10 @@ pub use connection::{
     ServerConnection, ServerEvent, ServerOptions, Violation,
 };
 pub use generated::v8::*;
-pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
+pub use json::{
+    encode_client_json, encode_client_json_str, encode_server_json, encode_server_json_str, parse_client_message,
+    parse_server_message,
+};
 pub use pi_protocol_runtime as runtime;
 pub use pi_protocol_runtime::{
     decode_cbor, encode_cbor, encode_frame, CborLimits, CborValue, CodecOptions, EncodedFrame, ErrorKind, FrameDecoder,

@@ -6,8 +6,10 @@
 //! Deserializing applies every rule of the wire decoder (unknown keys, literals, id patterns,
 //! strict-JSON payloads, integer ranges, the default CBOR limits), so a value that deserializes
 //! is a value the protocol accepts; errors carry the [`ProtocolError`] text with its field path.
-//! The impls read a whole value first, so they need a self-describing format (JSON, CBOR,
-//! YAML, ...). Serializing renders the value as it is, like `to_json`.
+//! The impls read the whole message first (written as CBOR as it is read, keys in the order of
+//! the input, no `serde_json::Value`), so they need a self-describing format (JSON, CBOR,
+//! YAML, ...). Serializing renders the value as it is, streaming its wire encoding (wire key
+//! order, whatever `serde_json` features are on).
 //!
 //! Id newtypes ([`ServerId`], [`RequestId`], ...) are plain JSON strings.
 //!
@@ -26,9 +28,9 @@
 //! ```
 
 use pi_protocol_runtime::serde_impls::CborJson;
+use pi_protocol_runtime::{decode_message, CborLimits, Payload};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
 
 use crate::*;
 
@@ -43,8 +45,9 @@ macro_rules! via_json {
 
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let value = Value::deserialize(deserializer)?;
-                crate::json::parse(&value).map_err(D::Error::custom)
+                // Written as CBOR as it is read (keys in the order of the input), then decoded.
+                let payload = <Payload as Deserialize>::deserialize(deserializer)?;
+                decode_message(payload.as_cbor(), CborLimits::default()).map_err(D::Error::custom)
             }
         }
     )*};
@@ -140,26 +143,32 @@ mod uuid_impls {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
 
-    fn lines(name: &str) -> Vec<Value> {
+    fn lines(name: &str) -> Vec<String> {
         let text = std::fs::read_to_string(format!("{}/tests/captures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        text.lines().map(str::to_owned).collect()
     }
 
     #[test]
     fn captured_sessions_round_trip_in_wire_shape() {
-        for value in lines("session-client.jsonl") {
-            let message: ClientMessage = serde_json::from_value(value.clone()).unwrap();
+        // The capture lines are the messages' wire JSON: text in, the same text out (key order
+        // kept by the text path, not by a serde_json::Map), and the same value through a Value.
+        for line in lines("session-client.jsonl") {
+            let message: ClientMessage = serde_json::from_str(&line).unwrap();
+            assert_eq!(serde_json::to_string(&message).unwrap(), line);
+            let value: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(serde_json::from_value::<ClientMessage>(value.clone()).unwrap(), message);
             assert_eq!(serde_json::to_value(&message).unwrap(), value);
-            assert_eq!(serde_json::to_string(&message).unwrap(), serde_json::to_string(&value).unwrap());
         }
         let server = lines("session-server.jsonl");
         assert_eq!(server.len(), 24);
-        for value in server {
-            let message: ServerMessage = serde_json::from_value(value.clone()).unwrap();
+        for line in server {
+            let message: ServerMessage = serde_json::from_str(&line).unwrap();
+            assert_eq!(serde_json::to_string(&message).unwrap(), line);
+            let value: Value = serde_json::from_str(&line).unwrap();
             assert_eq!(serde_json::to_value(&message).unwrap(), value);
         }
     }
