@@ -56,9 +56,7 @@ fn typed<T: Serialize + DeserializeOwned + PartialEq + Debug>(c: &mut Criterion,
 
     let mut g = group(c, format!("payload_de/{}", workload.name), len);
     g.bench_function("ours", |b| b.iter(|| black_box(&payload).deserialize::<T>().unwrap()));
-    g.bench_function("via_value", |b| {
-        b.iter(|| serde_json::from_value::<T>(black_box(&payload).to_value()).unwrap())
-    });
+    g.bench_function("via_value", |b| b.iter(|| serde_json::from_value::<T>(black_box(&payload).to_value()).unwrap()));
     g.bench_function("cbor4ii", |b| b.iter(|| cbor4ii::serde::from_slice::<T>(black_box(&cbor4ii_bytes)).unwrap()));
     g.finish();
 

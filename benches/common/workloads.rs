@@ -136,7 +136,13 @@ pub fn blob_text() -> String {
 
 /// A request whose call carries one 1 MiB string.
 pub fn blob() -> Workload {
-    Workload { name: "blob", side: Side::Client, stream: request_frame("req-45", &write_call()), messages: 1, chunk: None }
+    Workload {
+        name: "blob",
+        side: Side::Client,
+        stream: request_frame("req-45", &write_call()),
+        messages: 1,
+        chunk: None,
+    }
 }
 
 /// The blob frame pushed to the decoder one byte per call.

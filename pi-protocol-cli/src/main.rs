@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pi_protocol::{
-    encode_client_json_str, encode_server_json_str, ClientMessageDecoder, CodecOptions, ProtocolError, ServerMessageDecoder,
+    encode_client_json_str, encode_server_json_str, ClientMessageDecoder, CodecOptions, ProtocolError,
+    ServerMessageDecoder,
 };
 
 /// Decode and encode Pi protocol version 8 streams (4-byte big-endian length + strict CBOR).

@@ -572,7 +572,11 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
         visitor.visit_some(self)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, ProtocolError> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, ProtocolError> {
         visitor.visit_newtype_struct(self)
     }
 

@@ -53,10 +53,7 @@ impl<'de> Deserialize<'de> for Payload {
 struct PayloadVisitor;
 
 impl PayloadVisitor {
-    fn build<E: de::Error>(
-        self,
-        write: impl FnOnce(Build<'_>) -> Result<(), ProtocolError>,
-    ) -> Result<Payload, E> {
+    fn build<E: de::Error>(self, write: impl FnOnce(Build<'_>) -> Result<(), ProtocolError>) -> Result<Payload, E> {
         let mut builder = Builder::new();
         write(Build(&mut builder)).and_then(|()| builder.finish()).map_err(E::custom)
     }

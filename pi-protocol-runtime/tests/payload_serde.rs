@@ -413,7 +413,10 @@ fn hostile_values_fail_as_from_value_fails() {
         assert_eq!(rule_of(Payload::from_serialize(&[f])), unencodable, "{f}");
     }
     assert_eq!(rule_of(Payload::from_serialize(&f32::NAN)), unencodable);
-    assert_eq!(rule_of(Payload::from_json_str("1e400")), Err((ErrorKind::Schema, Rule::WrongType { expected: "JSON" })));
+    assert_eq!(
+        rule_of(Payload::from_json_str("1e400")),
+        Err((ErrorKind::Schema, Rule::WrongType { expected: "JSON" }))
+    );
     // Bytes are not JSON.
     assert_eq!(rule_of(Payload::from_serialize(&(1, Blob))), Err((ErrorKind::Encode, Rule::ByteString)));
     // Map keys must be strings (or read as strings).
@@ -428,10 +431,7 @@ fn hostile_values_fail_as_from_value_fails() {
         assert_eq!(rule_of(Payload::from_json_str(&text)), expected, "{levels}");
     }
     assert!(rule_of(Payload::from_value(&nested(512))).is_ok());
-    assert_eq!(
-        rule_of(Payload::from_value(&nested(513))),
-        Err((ErrorKind::Encode, Rule::DepthLimit { limit: 512 }))
-    );
+    assert_eq!(rule_of(Payload::from_value(&nested(513))), Err((ErrorKind::Encode, Rule::DepthLimit { limit: 512 })));
     // Text beyond the depth limit stops there, without recursion.
     let deep = "[".repeat(1_000_000);
     assert_eq!(rule_of(Payload::from_json_str(&deep)), Err((ErrorKind::Encode, Rule::DepthLimit { limit: 512 })));
@@ -479,8 +479,30 @@ fn repeated_keys_keep_their_first_place_and_take_the_last_value() {
 #[test]
 fn text_that_is_not_json_is_refused() {
     for text in [
-        "", " ", "[", "[1,]", "{\"a\"}", "{\"a\":1,}", "{1:2}", "01", "1.", ".5", "-", "1e", "+1", "nul", "truth",
-        "\"\\x\"", "\"\u{1}\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "1 2", "[1] x", "'a'", "NaN",
+        "",
+        " ",
+        "[",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{1:2}",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "1e",
+        "+1",
+        "nul",
+        "truth",
+        "\"\\x\"",
+        "\"\u{1}\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "1 2",
+        "[1] x",
+        "'a'",
+        "NaN",
     ] {
         let error = Payload::from_json_str(text).unwrap_err();
         assert_eq!((error.kind(), error.rule()), (ErrorKind::Schema, Rule::WrongType { expected: "JSON" }), "{text:?}");
@@ -500,5 +522,43 @@ fn floats_in_text_are_read_exactly() {
         assert_eq!(serde_json::to_string(&payload).unwrap().parse::<f64>().unwrap().to_bits(), exact.to_bits());
     }
     assert!(Payload::from_json_str("-0").unwrap().to_value().as_f64().unwrap().is_sign_negative());
-    assert_eq!(Payload::from_json_str("-0").unwrap(), Payload::from_value(&serde_json::from_str("-0").unwrap()).unwrap());
+    assert_eq!(
+        Payload::from_json_str("-0").unwrap(),
+        Payload::from_value(&serde_json::from_str("-0").unwrap()).unwrap()
+    );
+}
+
+/// Entries given in order, repeated keys included, serialized as a map.
+struct Entries(Vec<(String, Value)>);
+
+impl Serialize for Entries {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[test]
+fn a_serializer_repeating_a_key_gives_what_the_text_gives() {
+    // Narrow and wide maps (the filter, then the hash set past sixteen keys), repeats of the
+    // first, a middle and the last key, values of other shapes and depths.
+    for width in [3usize, 16, 17, 40] {
+        for repeated in [0, width / 2, width - 1] {
+            let mut entries: Vec<(String, Value)> = (0..width).map(|i| (format!("key-{i}"), json!(i))).collect();
+            entries.push((format!("key-{repeated}"), json!({"deep": [[1], {"x": null}]})));
+            entries.push(("tail".into(), json!(true)));
+            let text =
+                format!("{{{}}}", entries.iter().map(|(k, v)| format!("{k:?}:{v}")).collect::<Vec<_>>().join(","));
+            let from_serialize = Payload::from_serialize(&Entries(entries)).unwrap();
+            let from_text = Payload::from_json_str(&text).unwrap();
+            assert_eq!(from_serialize, from_text, "{width} {repeated}");
+            let merged = serde_json::to_string(&from_serialize).unwrap();
+            assert!(merged.contains(&format!(r#""key-{repeated}":{{"deep""#)), "{merged}");
+            assert_eq!(from_serialize.widest_container(), width as u32 + 1);
+            assert_eq!(from_serialize.depth(), 4);
+        }
+    }
 }

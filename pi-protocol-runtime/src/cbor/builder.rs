@@ -1,8 +1,10 @@
 //! [`Builder`]: writes one strict-JSON item event by event (a value, a container opened, a key,
-//! a container closed), for the sources that are not already CBOR: a `serde::Serialize`
-//! implementation ([`Payload::from_serialize`](crate::Payload::from_serialize)), any
-//! `serde::Deserializer` (`Deserialize for Payload`) and JSON text
-//! ([`Payload::from_json_str`](crate::Payload::from_json_str)). PROTOCOL.md sections 3 and 5.
+//! a container closed), for the sources that are not already CBOR: any `serde::Deserializer`
+//! (`Deserialize for Payload`) and JSON text
+//! ([`Payload::from_json_str`](crate::Payload::from_json_str)). The payload serializer
+//! ([`crate::serde_ser`], behind [`Payload::from_serialize`](crate::Payload::from_serialize))
+//! keeps each container's state on its own stack and uses the builder's output, depth, shape
+//! and object-key parts directly. PROTOCOL.md sections 3 and 5.
 //!
 //! It applies the rules of [`Payload::from_value`](crate::Payload::from_value), with the same
 //! errors: numbers finite and, when integral, within +-(2^53 - 1) (`Encode`/`UnencodableNumber`);
@@ -13,7 +15,7 @@
 
 use std::ops::Range;
 
-use super::object::{finish_head, find_entry, replace_value, to_javascript_order, KeyStack, ObjectKeys};
+use super::object::{find_entry, finish_head, replace_value, to_javascript_order, KeyStack, ObjectKeys};
 use super::reader::ItemShape;
 use super::{Reader, Writer};
 use crate::error::{ErrorKind, ProtocolError, Rule};
