@@ -51,6 +51,9 @@ use crate::cbor::object::ObjectKeys;
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::payload::Payload;
 
+/// Bytes the output of [`Payload::from_serialize`] starts with room for.
+const INITIAL_CAPACITY: usize = 256;
+
 impl Payload {
     /// Serializes `value` into a payload directly, with the rules and errors of
     /// [`from_value`](Self::from_value) (see [`crate::serde_ser`]): the value of
@@ -67,7 +70,9 @@ impl Payload {
     /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
     /// ```
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Payload, ProtocolError> {
-        let mut builder = Builder::new();
+        // Room for a typical call from the start, rather than growing through 8, 16, 32, ...
+        // bytes (a payload of up to 46 bytes is then copied inline, its buffer freed).
+        let mut builder = Builder::with_capacity(INITIAL_CAPACITY);
         value.serialize(&mut builder)?;
         builder.finish()
     }
@@ -108,16 +113,25 @@ impl<'b> ser::Serializer for &'b mut Builder {
         Ok(())
     }
 
+    #[inline]
     fn serialize_i8(self, v: i8) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
+    #[inline]
     fn serialize_i16(self, v: i16) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
+    #[inline]
     fn serialize_i32(self, v: i32) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
     #[inline]
@@ -132,16 +146,25 @@ impl<'b> ser::Serializer for &'b mut Builder {
         Ok(())
     }
 
+    #[inline]
     fn serialize_u8(self, v: u8) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
+    #[inline]
     fn serialize_u16(self, v: u16) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
+    #[inline]
     fn serialize_u32(self, v: u32) -> Result<(), ProtocolError> {
-        self.serialize_i64(v.into())
+        // Always within +-(2^53 - 1).
+        self.out.integer(v.into());
+        Ok(())
     }
 
     #[inline]

@@ -68,6 +68,11 @@ impl Builder {
         Self::default()
     }
 
+    /// A builder whose output starts with room for `bytes` bytes.
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Builder { out: Writer::from_vec(Vec::with_capacity(bytes)), ..Self::default() }
+    }
+
     /// A builder that writes objects in JavaScript property order, as the reference encodes an
     /// object parsed from JSON text (see [`crate::json`]).
     pub(crate) fn javascript_order() -> Self {
