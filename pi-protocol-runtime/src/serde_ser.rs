@@ -94,6 +94,17 @@ fn non_text_key() -> ProtocolError {
     ProtocolError::new(ErrorKind::Encode, Rule::NonTextKey)
 }
 
+/// Integer types whose every value lies within +-(2^53 - 1): written without a check.
+macro_rules! small_integers {
+    ($($method:ident: $ty:ty),* $(,)?) => {$(
+        #[inline]
+        fn $method(self, v: $ty) -> Result<(), ProtocolError> {
+            self.out.integer(v.into());
+            Ok(())
+        }
+    )*};
+}
+
 /// Scalars are written straight into the output; containers are [`Compound`]s, which check
 /// the depth of their entries.
 impl<'b> ser::Serializer for &'b mut Builder {
@@ -113,26 +124,10 @@ impl<'b> ser::Serializer for &'b mut Builder {
         Ok(())
     }
 
-    #[inline]
-    fn serialize_i8(self, v: i8) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i16(self, v: i16) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_i32(self, v: i32) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
-        Ok(())
-    }
+    small_integers!(
+        serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+    );
 
     #[inline]
     fn serialize_i64(self, v: i64) -> Result<(), ProtocolError> {
@@ -143,27 +138,6 @@ impl<'b> ser::Serializer for &'b mut Builder {
     fn serialize_i128(self, v: i128) -> Result<(), ProtocolError> {
         check_integer(v)?;
         self.out.integer(v as i64);
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u8(self, v: u8) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u16(self, v: u16) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
-        Ok(())
-    }
-
-    #[inline]
-    fn serialize_u32(self, v: u32) -> Result<(), ProtocolError> {
-        // Always within +-(2^53 - 1).
-        self.out.integer(v.into());
         Ok(())
     }
 
@@ -426,61 +400,32 @@ impl<'b> Compound<'b> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
+/// The sequence-like compounds: each element is written in turn.
+macro_rules! element_compounds {
+    ($($trait:ident::$method:ident),* $(,)?) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = ProtocolError;
 
-    #[inline]
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.element(value)
-    }
+            #[inline]
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
+                self.element(value)
+            }
 
-    #[inline]
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
+            #[inline]
+            fn end(self) -> Result<(), ProtocolError> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    #[inline]
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.element(value)
-    }
-
-    #[inline]
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
-}
+element_compounds!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -499,42 +444,53 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
+/// The struct-like compounds: each field is a key and its value.
+macro_rules! field_compounds {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = ProtocolError;
 
-    #[inline]
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), ProtocolError> {
-        self.field(key, value)
-    }
+            #[inline]
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), ProtocolError> {
+                self.field(key, value)
+            }
 
-    #[inline]
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
+            #[inline]
+            fn end(self) -> Result<(), ProtocolError> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = ProtocolError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), ProtocolError> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), ProtocolError> {
-        self.close()
-    }
-}
+field_compounds!(SerializeStruct, SerializeStructVariant);
 
 /// Writes a map key: strings as they are; integers, booleans, chars and finite floats as the
 /// strings `serde_json` makes of them; anything else is `Encode`/`NonTextKey`.
 struct KeySerializer<'c, 'b>(&'c mut Compound<'b>);
 
 impl KeySerializer<'_, '_> {
-    fn display(self, value: impl Display) -> Result<(), ProtocolError> {
-        self.0.key(&value.to_string())
+    /// A float key, written as `serde_json` writes it (shortest round-trip form).
+    fn float<F: ryu::Float>(self, v: F, finite: bool) -> Result<(), ProtocolError> {
+        if !finite {
+            return Err(non_text_key());
+        }
+        self.0.key(ryu::Buffer::new().format_finite(v))
     }
+}
+
+/// Integer keys, written in decimal.
+macro_rules! integer_keys {
+    ($($method:ident: $ty:ty),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<(), ProtocolError> {
+            self.0.key(&v.to_string())
+        }
+    )*};
 }
 
 impl ser::Serializer for KeySerializer<'_, '_> {
@@ -560,58 +516,17 @@ impl ser::Serializer for KeySerializer<'_, '_> {
         self.0.key(if v { "true" } else { "false" })
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result<(), ProtocolError> {
-        self.display(v)
-    }
+    integer_keys!(
+        serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128,
+    );
 
     fn serialize_f32(self, v: f32) -> Result<(), ProtocolError> {
-        if !v.is_finite() {
-            return Err(non_text_key());
-        }
-        self.0.key(ryu::Buffer::new().format_finite(v))
+        self.float(v, v.is_finite())
     }
 
     fn serialize_f64(self, v: f64) -> Result<(), ProtocolError> {
-        if !v.is_finite() {
-            return Err(non_text_key());
-        }
-        self.0.key(ryu::Buffer::new().format_finite(v))
+        self.float(v, v.is_finite())
     }
 
     fn serialize_bytes(self, _: &[u8]) -> Result<(), ProtocolError> {
