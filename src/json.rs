@@ -46,7 +46,7 @@ pub(crate) fn wire_cbor<T: Encode>(value: &T) -> Vec<u8> {
     writer.into_vec()
 }
 
-/// Renders a value of an envelope type as JSON in wire key order.
+/// Renders a value of an envelope type as a `serde_json::Value` (keys in the order its maps keep).
 pub(crate) fn to_value<T: Encode>(value: &T) -> Value {
     // Whatever an `Encode` impl writes is strict JSON CBOR, so this conversion cannot fail.
     Payload::from_cbor(wire_cbor(value).into(), CborLimits::widest()).map(|p| p.to_value()).unwrap_or(Value::Null)
