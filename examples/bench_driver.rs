@@ -8,6 +8,9 @@
 //!     run one operation in a loop, for a profiler (perf record, valgrind --tool=callgrind);
 //!     OP: decode | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
 //!         | relay-serde | to-value | memcpy | append | none
+//!     and, for `benches/payload_serde.rs` (typed ops on the medium and large calls only):
+//!         payload-de | payload-de-value | payload-de-cbor4ii | payload-ser | payload-ser-value
+//!         | payload-ser-cbor4ii | payload-to-value | payload-to-value-cbor4ii
 //! cargo run --release --example bench_driver -- memory
 //!     peak heap bytes of one run of each operation on each workload, above what was
 //!     allocated before it (counted by the `peak_alloc` global allocator)
@@ -25,7 +28,9 @@ use serde_json::Value;
 mod common;
 
 use common::ops;
+use common::typed::AppendItemsCall;
 use common::workloads::{self, Side, Workload};
+use pi_protocol::Payload;
 
 const OPS: &[&str] = &[
     "decode",
@@ -70,6 +75,10 @@ struct Setup {
     ours: Option<ops::Ours>,
     theirs: Option<ops::Theirs>,
     into: Vec<u8>,
+    /// The workload's payloads (`payload-*` operations).
+    payloads: Vec<Payload>,
+    /// The medium or large call as its type, and cbor4ii's encoding of it.
+    call: Option<(AppendItemsCall, Vec<u8>)>,
 }
 
 impl Setup {
@@ -79,6 +88,15 @@ impl Setup {
             ours: if op == "encode" || op == "encode-vectored" { Some(ops::decode_ours(w)) } else { None },
             theirs: if op == "encode-serde" { Some(ops::decode_theirs(w)) } else { None },
             into: if op == "memcpy" { vec![0u8; w.stream.len()] } else { Vec::new() },
+            payloads: if op.starts_with("payload-") { ops::payloads(w) } else { Vec::new() },
+            call: match (op.starts_with("payload-de") || op.starts_with("payload-ser"), w.name) {
+                (true, "medium" | "large") => {
+                    let call: AppendItemsCall = ops::payloads(w)[0].deserialize().expect("the call reads");
+                    let bytes = cbor4ii::serde::to_vec(Vec::new(), &call).expect("cbor4ii writes");
+                    Some((call, bytes))
+                }
+                _ => None,
+            },
         }
     }
 }
@@ -98,6 +116,31 @@ fn run_once(op: &str, w: &Workload, setup: &mut Setup) -> Result<usize, String> 
         "memcpy" => usize::from(ops::memcpy(&w.stream, &mut setup.into)),
         "append" => ops::append_bytewise(&w.stream),
         "none" => 0,
+        "payload-to-value" => {
+            setup.payloads.iter().map(|p| std::hint::black_box(p.to_value()).is_null() as usize).sum()
+        }
+        "payload-to-value-cbor4ii" => setup
+            .payloads
+            .iter()
+            .map(|p| cbor4ii::serde::from_slice::<Value>(p.as_cbor()).map_or(0, |v| v.is_null() as usize))
+            .sum(),
+        _ if op.starts_with("payload-") => {
+            let (call, bytes) = setup.call.as_ref().ok_or("typed payload operations run on medium and large")?;
+            let payload = &setup.payloads[0];
+            let items = |c: AppendItemsCall| c.args.0.items.len();
+            match op {
+                "payload-de" => items(payload.deserialize().map_err(|e| e.to_string())?),
+                "payload-de-value" => items(serde_json::from_value(payload.to_value()).map_err(|e| e.to_string())?),
+                "payload-de-cbor4ii" => items(cbor4ii::serde::from_slice(bytes).map_err(|e| e.to_string())?),
+                "payload-ser" => Payload::from_serialize(call).map_err(|e| e.to_string())?.as_cbor().len(),
+                "payload-ser-value" => {
+                    let value = serde_json::to_value(call).map_err(|e| e.to_string())?;
+                    Payload::from_value(&value).map_err(|e| e.to_string())?.as_cbor().len()
+                }
+                "payload-ser-cbor4ii" => cbor4ii::serde::to_vec(Vec::new(), call).map_err(|e| e.to_string())?.len(),
+                _ => return Err(format!("unknown operation {op}")),
+            }
+        }
         _ => return Err(format!("unknown operation {op}")),
     })
 }

@@ -2,8 +2,8 @@
 //! as a message (the derived `from_json` of the message enums), and encoding a message given as
 //! JSON with the reference's key order. Rendering a message as JSON is the derived `to_json`.
 
-use pi_protocol_runtime::json::encode_json_frame;
-use pi_protocol_runtime::{decode_message, CodecOptions, ProtocolError};
+use pi_protocol_runtime::json::{encode_json_frame, payload_in_javascript_order};
+use pi_protocol_runtime::{decode_message, encode_frame, CodecOptions, ProtocolError};
 use serde_json::Value;
 
 use crate::{ClientMessage, ServerMessage};
@@ -33,33 +33,75 @@ pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolErro
     ServerMessage::from_json(value)
 }
 
-/// Encodes a client message given as JSON exactly as the reference package encodes the same
-/// JSON text: keys in JavaScript property order (array-index keys first, ascending, then the
-/// others in the order given), after validating it like [`parse_client_message`].
+/// Encodes a client message given as a `serde_json::Value`, after validating it like
+/// [`parse_client_message`], with keys in the order the value iterates them (array-index keys
+/// first, ascending, as a JavaScript object holds them).
 ///
-/// Use it where bytes must match what the TypeScript peer would produce for the same JSON; the
-/// typed [`encode_client_message`](crate::encode_client_message) writes envelope keys in schema
-/// order instead.
+/// That order is the order given only when the application turns on `serde_json`'s
+/// `preserve_order` feature (without it, `serde_json::Map` iterates keys sorted). To encode
+/// JSON text exactly as the reference encodes the same text, whatever the features, use
+/// [`encode_client_json_str`]. The typed [`encode_client_message`](crate::encode_client_message)
+/// writes envelope keys in schema order instead.
 ///
 /// # Errors
 /// As [`parse_client_message`], plus `Frame`/`EncodedFrameTooLong` past the frame limit.
 ///
 /// ```
 /// use serde_json::json;
-/// let frame = pi_protocol::encode_client_json(&json!({"version": 8, "type": "hello"}), &Default::default()).unwrap();
-/// assert_eq!(&frame[4..6], &[0xa2, 0x67]); // "version" first, as given
+/// let frame = pi_protocol::encode_client_json(&json!({"type": "hello", "version": 8}), &Default::default()).unwrap();
+/// assert_eq!(frame.len(), 4 + 21);
 /// ```
 pub fn encode_client_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
     encode_json::<ClientMessage>(value, options)
 }
 
-/// Encodes a server message given as JSON like the reference does, as
-/// [`encode_client_json`] does for client messages.
+/// Encodes a server message given as a `serde_json::Value`, as [`encode_client_json`] does
+/// for client messages.
 ///
 /// # Errors
 /// As [`encode_client_json`].
 pub fn encode_server_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
     encode_json::<ServerMessage>(value, options)
+}
+
+/// Encodes a client message given as JSON text exactly as the reference package encodes the
+/// same text: keys in JavaScript property order (array-index keys first, ascending, then the
+/// others in the order of the text), numbers read exactly, after validating it like
+/// [`parse_client_message`]. No `serde_json::Value` is built, so neither order nor numbers
+/// depend on the `serde_json` features an application turns on (docs/PROTOCOL.md section 7).
+///
+/// Use it where bytes must match what the TypeScript peer would produce for the same JSON.
+///
+/// # Errors
+/// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON; otherwise as
+/// [`encode_client_json`].
+///
+/// ```
+/// let frame = pi_protocol::encode_client_json_str(r#"{"version": 8, "type": "hello"}"#, &Default::default())?;
+/// assert_eq!(&frame[4..6], &[0xa2, 0x67]); // "version" first, as given
+/// # Ok::<(), pi_protocol::ProtocolError>(())
+/// ```
+pub fn encode_client_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json_text::<ClientMessage>(text, options)
+}
+
+/// Encodes a server message given as JSON text, as [`encode_client_json_str`] does for client
+/// messages.
+///
+/// # Errors
+/// As [`encode_client_json_str`].
+pub fn encode_server_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    encode_json_text::<ServerMessage>(text, options)
+}
+
+fn encode_json_text<T: for<'de> pi_protocol_runtime::Decode<'de>>(
+    text: &str,
+    options: &CodecOptions,
+) -> Result<Vec<u8>, ProtocolError> {
+    let cbor = payload_in_javascript_order(text)?;
+    // Decoding the very bytes that will be sent validates the message, limits included.
+    decode_message::<T>(cbor.as_cbor(), options.limits())?;
+    encode_frame(cbor.as_cbor(), options.frame_limit())
 }
 
 fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(

@@ -87,7 +87,10 @@ pub use connection::{
     RouterEvent, RouterOptions, ServerConnection, ServerEvent, ServerOptions, Violation,
 };
 pub use generated::v8::*;
-pub use json::{encode_client_json, encode_server_json, parse_client_message, parse_server_message};
+pub use json::{
+    encode_client_json, encode_client_json_str, encode_server_json, encode_server_json_str, parse_client_message,
+    parse_server_message,
+};
 /// `#[derive(Codec)]`, re-exported so that types generated for a crate's own schema
 /// (`pi_protocol_gen::Builder` in a `build.rs`) need no dependency besides `pi-protocol`: the
 /// generated code names it `pi_protocol::Codec` and the runtime `pi_protocol::runtime`.

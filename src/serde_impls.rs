@@ -8,8 +8,10 @@
 //! Deserializing applies every rule of the wire decoder (unknown keys, literals, id patterns,
 //! strict-JSON payloads, integer ranges, the default CBOR limits), so a value that deserializes
 //! is a value the protocol accepts; errors carry the [`ProtocolError`] text with its field path.
-//! The impls read a whole value first, so they need a self-describing format (JSON, CBOR,
-//! YAML, ...). Serializing renders the value as it is, like `to_json`.
+//! The impls read the whole message first (written as CBOR as it is read, keys in the order of
+//! the input, no `serde_json::Value`), so they need a self-describing format (JSON, CBOR,
+//! YAML, ...). Serializing renders the value as it is, streaming its wire encoding (wire key
+//! order, whatever `serde_json` features are on).
 //!
 //! Id newtypes ([`ServerId`], [`RequestId`], ...) are plain JSON strings.
 //!

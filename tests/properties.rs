@@ -340,7 +340,7 @@ proptest! {
                 let field = target.keys().find(|k| k.len() % 3 == field.len() % 3).cloned().unwrap_or_else(|| field.clone());
                 match replacement.clone() {
                     Some(v) => { target.insert(field, v); }
-                    None => { target.shift_remove(&field); }
+                    None => { target.remove(&field); }
                 }
             }
             let frame = pi_protocol::encode_frame(Payload::from_value(&value).unwrap().as_cbor(), u32::MAX).unwrap();

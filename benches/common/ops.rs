@@ -177,6 +177,20 @@ fn payloads_of_server(m: &ServerMessage) -> Option<&Payload> {
     }
 }
 
+/// The opaque payloads of the workload's messages (calls, results, updates), decoded.
+pub fn payloads(w: &Workload) -> Vec<Payload> {
+    match decode_ours(w) {
+        Ours::Client(ms) => ms
+            .into_iter()
+            .filter_map(|m| match m {
+                ClientMessage::Request(r) => Some(r.call),
+                _ => None,
+            })
+            .collect(),
+        Ours::Server(ms) => ms.iter().filter_map(payloads_of_server).cloned().collect(),
+    }
+}
+
 /// Decode, then convert every opaque payload to `serde_json::Value` (what a user who wants
 /// values pays); returns how many payloads were converted.
 pub fn decode_to_value(w: &Workload) -> usize {

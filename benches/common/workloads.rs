@@ -5,11 +5,20 @@
 //! Every workload is a byte stream of complete frames as the reference encoder writes them:
 //! the Rust encoder is byte-exact with it (checked by the conformance tests, and again by
 //! `cargo xtask bench-reference`, which re-encodes every frame with the TypeScript package).
+//! Calls are built from the typed values of `typed.rs` with `Payload::from_serialize`, so
+//! their keys are in the order written there (`serviceId`, `member`, `args`; `id`, `role`,
+//! ...) whatever `serde_json` features are on.
 
 #![allow(dead_code)]
 
-use pi_protocol::{encode_client_message, parse_client_message};
+use pi_protocol::{
+    encode_client_message, AttachmentId, ClientMessage, Payload, Request, RequestId, RpcTarget, ServerId, SessionId,
+    SessionTarget,
+};
+use serde::Serialize;
 use serde_json::{json, Value};
+
+use super::typed::{AppendItems, AppendItemsCall, Item, PromptCall, Role, WriteCall};
 
 /// Which side sent the stream, and so which decoder reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,54 +63,68 @@ pub const BLOB_LENGTH: usize = 1 << 20;
 /// The recorded server half of a session (24 messages, about 229 KB).
 pub const SESSION_SERVER: &[u8] = include_bytes!("../../tests/captures/session-server.bin");
 
-fn request(id: &str, call: Value) -> Value {
-    json!({
-        "type": "request",
-        "id": id,
-        "target": {"serverId": SERVER_ID, "sessionId": "s-7f2a", "attachmentId": "att-01"},
-        "call": call,
-    })
-}
-
-fn frame(message: &Value) -> Vec<u8> {
-    let message = parse_client_message(message).expect("workload messages are valid");
+/// The frame of a request `id` to the session target, whose call is `call` (keys in the order
+/// its type serializes them).
+fn request_frame(id: &str, call: &impl Serialize) -> Vec<u8> {
+    let message = ClientMessage::Request(Request::new(
+        RequestId::new(id).expect("valid id"),
+        RpcTarget::Session(SessionTarget::new(
+            ServerId::new(SERVER_ID).expect("valid server id"),
+            SessionId::new("s-7f2a").expect("valid session id"),
+            AttachmentId::new("att-01").expect("valid attachment id"),
+        )),
+        Payload::from_serialize(call).expect("workload calls are strict JSON"),
+    ));
     encode_client_message(&message).expect("workload messages are encodable")
 }
 
 /// Item `i` of the medium and large requests: id, role, text, integers, a float, flags.
-fn item(i: usize) -> Value {
-    json!({
-        "id": format!("item-{i:05}"),
-        "role": if i % 2 == 0 { "user" } else { "assistant" },
-        "text": format!("Line {i}: the quick brown fox jumps over."),
-        "tokens": (i * 37) % 1000,
-        "score": (i as f64 + 1.0) / 7.0,
-        "pinned": i % 3 == 0,
-        "parent": Value::Null,
-    })
+fn item(i: usize) -> Item {
+    Item {
+        id: format!("item-{i:05}"),
+        role: if i % 2 == 0 { Role::User } else { Role::Assistant },
+        text: format!("Line {i}: the quick brown fox jumps over."),
+        tokens: ((i * 37) % 1000) as u32,
+        score: (i as f64 + 1.0) / 7.0,
+        pinned: i % 3 == 0,
+        parent: None,
+    }
 }
 
-fn items_request(id: &str, count: usize) -> Value {
-    let items: Vec<Value> = (0..count).map(item).collect();
-    request(id, json!({"serviceId": "session", "member": "appendItems", "args": [{"items": items, "cursor": null}]}))
+/// The call of the medium and large requests, with `count` items.
+pub fn items_call(count: usize) -> AppendItemsCall {
+    AppendItemsCall {
+        service_id: "session".into(),
+        member: "appendItems".into(),
+        args: (AppendItems { items: (0..count).map(item).collect(), cursor: None },),
+    }
+}
+
+/// The call of the small request.
+pub fn prompt_call() -> PromptCall {
+    PromptCall { service_id: "session".into(), member: "prompt".into(), args: vec!["hi".into()] }
+}
+
+/// The call of the blob request.
+pub fn write_call() -> WriteCall {
+    WriteCall { service_id: "files".into(), member: "write".into(), args: ("notes.txt".into(), blob_text()) }
 }
 
 /// A tiny call to a Session target (about 150 bytes).
 pub fn small() -> Workload {
-    let message = request("req-42", json!({"serviceId": "session", "member": "prompt", "args": ["hi"]}));
-    let stream = frame(&message);
+    let stream = request_frame("req-42", &prompt_call());
     Workload { name: "small", side: Side::Client, stream, messages: 1, chunk: None }
 }
 
 /// A request carrying 10 items (about 1.3 KB).
 pub fn medium() -> Workload {
-    let stream = frame(&items_request("req-43", 10));
+    let stream = request_frame("req-43", &items_call(10));
     Workload { name: "medium", side: Side::Client, stream, messages: 1, chunk: None }
 }
 
 /// A request carrying 5,000 items (about 600 KB).
 pub fn large() -> Workload {
-    let stream = frame(&items_request("req-44", 5000));
+    let stream = request_frame("req-44", &items_call(5000));
     Workload { name: "large", side: Side::Client, stream, messages: 1, chunk: None }
 }
 
@@ -113,9 +136,13 @@ pub fn blob_text() -> String {
 
 /// A request whose call carries one 1 MiB string.
 pub fn blob() -> Workload {
-    let message =
-        request("req-45", json!({"serviceId": "files", "member": "write", "args": ["notes.txt", blob_text()]}));
-    Workload { name: "blob", side: Side::Client, stream: frame(&message), messages: 1, chunk: None }
+    Workload {
+        name: "blob",
+        side: Side::Client,
+        stream: request_frame("req-45", &write_call()),
+        messages: 1,
+        chunk: None,
+    }
 }
 
 /// The blob frame pushed to the decoder one byte per call.

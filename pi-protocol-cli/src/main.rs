@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pi_protocol::{
-    encode_client_json, encode_server_json, ClientMessageDecoder, CodecOptions, ProtocolError, ServerMessageDecoder,
+    encode_client_json_str, encode_server_json_str, ClientMessageDecoder, CodecOptions, ProtocolError,
+    ServerMessageDecoder,
 };
 
 /// Decode and encode Pi protocol version 8 streams (4-byte big-endian length + strict CBOR).
@@ -250,16 +251,15 @@ fn encode(args: &EncodeArgs) -> Result<(), Failure> {
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                out.flush().map_err(io_failure)?;
-                return Err(Failure::Input(format!("line {line_number}: not JSON ({})", e.classify_name())));
-            }
-        };
+        // serde_json names what is wrong with text that is not JSON; the line itself is
+        // encoded from its text, keys in its order and numbers exact, as the reference would.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&line) {
+            out.flush().map_err(io_failure)?;
+            return Err(Failure::Input(format!("line {line_number}: not JSON ({})", e.classify_name())));
+        }
         let frame = match args.common.side {
-            Side::Client => encode_client_json(&value, &options),
-            Side::Server => encode_server_json(&value, &options),
+            Side::Client => encode_client_json_str(&line, &options),
+            Side::Server => encode_server_json_str(&line, &options),
         };
         match frame {
             Ok(frame) => out.write_all(&frame).map_err(io_failure)?,

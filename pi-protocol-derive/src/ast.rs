@@ -451,7 +451,11 @@ fn check_applicable(cx: &Ctxt, ty: &Type, checks: &Checks, attrs: &CheckAttrs) {
     let is_container = container_inner(ty, "Vec").is_some() || container_inner(ty, "Record").is_some();
     let named_in = |names: &[&str]| names.iter().any(|n| is_named(ty, n));
     if named_in(&other_types) || is_container {
-        for (attr, name) in [(attrs.min_length.span(), "min_length"), (attrs.max_length.span(), "max_length"), (attrs.pattern.span(), "pattern")] {
+        for (attr, name) in [
+            (attrs.min_length.span(), "min_length"),
+            (attrs.max_length.span(), "max_length"),
+            (attrs.pattern.span(), "pattern"),
+        ] {
             if let Some(span) = attr {
                 cx.error_at(span, format!("`{name}` applies to string values, not to this type"));
             }

@@ -179,6 +179,11 @@ pub enum Rule {
     NotInEnum,
     /// No alternative of a union matches the value.
     NoVariant,
+    /// The Rust type a payload is converted to or from refused the value: a length, a value
+    /// or a shape it does not take, or an error of its own `serde` implementation (whose text,
+    /// which may quote the value, is not kept). See `Payload::deserialize` and
+    /// `Payload::from_serialize` (docs/PROTOCOL.md section 5).
+    TypeRejected,
     // ---- encoding ----
     /// A number that JSON cannot carry (NaN, infinite, or integral beyond +-(2^53 - 1)).
     UnencodableNumber,
@@ -239,6 +244,7 @@ impl fmt::Display for Rule {
             Rule::MaxItems { max } => write!(f, "array with more than {max} elements"),
             Rule::NotInEnum => f.write_str("value is not one of the allowed values"),
             Rule::NoVariant => f.write_str("value matches none of the allowed shapes"),
+            Rule::TypeRejected => f.write_str("value refused by the Rust type it converts to or from"),
             Rule::UnencodableNumber => f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)"),
             Rule::DecoderFailed => f.write_str("decoder already failed"),
             Rule::DecoderEnded => f.write_str("decoder already ended"),

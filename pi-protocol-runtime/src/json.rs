@@ -7,11 +7,31 @@
 
 use serde_json::{Map, Value};
 
+use crate::cbor::builder::Builder;
 use crate::error::ProtocolError;
 use crate::frame::encode_frame;
 use crate::limits::CborLimits;
 use crate::message::CodecOptions;
 use crate::payload::Payload;
+
+/// Parses JSON text into a payload whose objects are in JavaScript property order (array
+/// indices ascending, then the other keys in the order of the text), as the reference encodes
+/// what `JSON.parse` gives it; otherwise as [`Payload::from_json_str`]. The order comes from
+/// the text, whatever `serde_json` features the application turns on.
+///
+/// ```
+/// use pi_protocol_runtime::json::payload_in_javascript_order;
+/// let p = payload_in_javascript_order(r#"{"b":1,"10":2,"a":3,"2":4}"#).unwrap();
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"2":4,"10":2,"b":1,"a":3}"#);
+/// ```
+///
+/// # Errors
+/// As [`Payload::from_json_str`].
+pub fn payload_in_javascript_order(text: &str) -> Result<Payload, ProtocolError> {
+    let mut builder = Builder::javascript_order();
+    crate::json_text::read(text, &mut builder)?;
+    builder.finish()
+}
 
 /// Whether `key` is a canonical array index: `0` or a decimal without leading zero, at most
 /// 4,294,967,294.
@@ -32,11 +52,16 @@ pub fn is_array_index(key: &str) -> bool {
 /// Reorders every object in `value`, recursively, into JavaScript property order (array
 /// indices ascending, then the other keys in their current order).
 ///
+/// A `serde_json::Map` keeps an order of its own only when the application turns on
+/// `serde_json`'s `preserve_order` feature; without it, maps iterate sorted by key and this
+/// changes nothing a map can show. To get the order of JSON text, parse the text with
+/// [`payload_in_javascript_order`].
+///
 /// ```
 /// use pi_protocol_runtime::json::to_javascript_key_order;
-/// let mut v: serde_json::Value = serde_json::from_str(r#"{"b":1,"10":2,"a":3,"2":4}"#).unwrap();
+/// let mut v: serde_json::Value = serde_json::from_str(r#"{"b":{"7":1,"x":2},"10":2}"#).unwrap();
 /// to_javascript_key_order(&mut v);
-/// assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"2":4,"10":2,"b":1,"a":3}"#);
+/// assert_eq!(v, serde_json::json!({"10": 2, "b": {"7": 1, "x": 2}}));
 /// ```
 pub fn to_javascript_key_order(value: &mut Value) {
     match value {

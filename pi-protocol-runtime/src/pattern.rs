@@ -85,9 +85,7 @@ impl Pattern {
                 }
                 // Any printable ASCII character that is not regular-expression syntax stands for
                 // itself (JavaScript's reading, u flag included).
-                c if c == b' ' || (c.is_ascii_graphic() && !b"^$\\.*+?()[]{}|/".contains(&c)) => {
-                    (vec![(c, c)], i + 1)
-                }
+                c if c == b' ' || (c.is_ascii_graphic() && !b"^$\\.*+?()[]{}|/".contains(&c)) => (vec![(c, c)], i + 1),
                 _ => return err(i, "only literals, classes and {n} counts are supported"),
             };
             i = next;

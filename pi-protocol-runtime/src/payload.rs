@@ -6,6 +6,7 @@ use std::fmt;
 use bytes::Bytes;
 use serde_json::{Map, Number, Value};
 
+use crate::cbor::builder::Builder;
 use crate::cbor::reader::{ItemShape, MAX_SAFE_INTEGER};
 use crate::cbor::tree::{self, TreeBuilder};
 use crate::cbor::writer::is_encodable_number;
@@ -19,8 +20,11 @@ use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH};
 ///
 /// The payload holds the validated CBOR encoding of the value, so a relay forwards it byte for
 /// byte without rebuilding it, and object keys keep the order they had. Decoding from a shared
-/// frame buffer makes it a zero-copy slice. Convert with [`Payload::from_value`] and
-/// [`Payload::to_value`] when the value itself is needed.
+/// frame buffer makes it a zero-copy slice. Convert from and to your own types with
+/// [`Payload::from_serialize`] and [`Payload::deserialize`] (no `serde_json::Value` in
+/// between), from JSON text with [`Payload::from_json_str`], to JSON text by serializing it
+/// (`serde_json::to_string(&payload)`), and from and to `serde_json::Value` with
+/// [`Payload::from_value`] and [`Payload::to_value`].
 ///
 /// Equality compares the encoded bytes, so `{"a":1,"b":2}` and `{"b":2,"a":1}` differ.
 ///
@@ -116,23 +120,43 @@ impl Payload {
     pub fn from_value(value: &Value) -> Result<Self, ProtocolError> {
         let mut w = Writer::new();
         let shape = write_value(&mut w, value, 0)?;
-        let cbor = w.into_vec();
+        Ok(Self::from_parts(w.into_vec(), shape))
+    }
+
+    /// Wraps `cbor`, one strict-JSON item written by this crate, whose shape is `shape`.
+    pub(crate) fn from_parts(cbor: Vec<u8>, shape: ItemShape) -> Self {
         let cbor = if cbor.len() <= MAX_INLINE_PAYLOAD_LENGTH {
             Storage::copy(&cbor)
         } else {
             Storage::Shared(Bytes::from(cbor))
         };
-        Ok(Payload { cbor, depth: shape.depth, widest: shape.widest })
+        Payload { cbor, depth: shape.depth, widest: shape.widest }
     }
 
-    /// Parses JSON text and encodes it like [`from_value`](Self::from_value).
+    /// Parses JSON text (RFC 8259) into a payload in one pass, with no `serde_json::Value` in
+    /// between: object keys keep the order of the text (a key given twice keeps its first
+    /// place and takes the last value), and numbers are read exactly (the nearest float64),
+    /// whatever `serde_json` features the application turns on. Otherwise as
+    /// [`from_value`](Self::from_value) of the parsed value: an integer written without
+    /// fraction or exponent is an integer (`-0` is the float `-0.0`).
+    ///
+    /// ```
+    /// use pi_protocol_runtime::Payload;
+    /// let p = Payload::from_json_str(r#" {"b": [1, 2.5e-3, -0], "a": "\u00e9"} "#)?;
+    /// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"b":[1,0.0025,-0.0],"a":"é"}"#);
+    /// assert!(Payload::from_json_str("9007199254740992").is_err()); // 2^53
+    /// assert!(Payload::from_json_str("[1,]").is_err());
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
     ///
     /// # Errors
-    /// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON, else as `from_value`.
+    /// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON (or a number beyond
+    /// the float64 range); `Encode`/`UnencodableNumber` for an integral number beyond
+    /// +-(2^53 - 1); `Encode`/`DepthLimit` for nesting deeper than 512 levels.
     pub fn from_json_str(text: &str) -> Result<Self, ProtocolError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|_| ProtocolError::schema(Rule::WrongType { expected: "JSON" }))?;
-        Self::from_value(&value)
+        let mut builder = Builder::new();
+        crate::json_text::read(text, &mut builder)?;
+        builder.finish()
     }
 
     /// Validates CBOR bytes as one strict-JSON item under `limits` (depth counted from the
@@ -176,8 +200,15 @@ impl Payload {
         self.as_cbor() == [0xf6]
     }
 
-    /// The value as `serde_json::Value`, keys in wire order. Integral float64 numbers become
-    /// integers (as JSON numbers they are the same), `-0.0` stays a float.
+    /// The value as `serde_json::Value`. Integral float64 numbers become integers (as JSON
+    /// numbers they are the same), `-0.0` stays a float.
+    ///
+    /// Objects become `serde_json::Map`s, which keep the wire order of the keys only when the
+    /// application turns on `serde_json`'s `preserve_order` feature (this crate does not turn
+    /// it on); without it they iterate sorted by key. For the wire order, serialize the
+    /// payload itself (`serde_json::to_string(&payload)`, `serde_json::to_writer`: it streams
+    /// the bytes, keys as they are) or convert it to a type of your own with
+    /// [`deserialize`](Self::deserialize).
     pub fn to_value(&self) -> Value {
         let mut r = Reader::new(self.as_cbor(), CborLimits::widest());
         // The bytes were validated when the payload was built, so reading cannot fail.
@@ -193,7 +224,9 @@ impl Default for Payload {
 
 impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Payload({})", self.to_value())
+        // Streamed, so keys show in wire order.
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        write!(f, "Payload({text})")
     }
 }
 

@@ -54,8 +54,10 @@ where
     T: for<'a> Decode<'a>,
     D: Deserializer<'de>,
 {
-    let value = Value::deserialize(deserializer)?;
-    from_json(&value).map_err(D::Error::custom)
+    // Written as CBOR as it is read (keys in the order of the input), then decoded: no JSON value
+    // tree is built.
+    let payload = <Payload as Deserialize>::deserialize(deserializer)?;
+    decode_message(payload.as_cbor(), CborLimits::default()).map_err(D::Error::custom)
 }
 
 /// `value` as JSON in its wire shape (keys in wire order), without validation.

@@ -1311,7 +1311,7 @@ const PLAIN_SIZES: [u8; 256] = {
 
 /// An odd constant whose product with a fingerprint has its top six bits depend on all of it
 /// (the golden-ratio constant of Fibonacci hashing).
-const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const FINGERPRINT_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// `LOW_BYTES[n]`: a mask of the low `n` bytes of a word, `n` up to 8 (see [`low_bytes`]).
 const LOW_BYTES: [u64; 9] = {

@@ -151,7 +151,12 @@ impl Writer {
     /// A text string.
     #[inline]
     pub fn text(&mut self, s: &str) {
-        self.head(major::TEXT, s.len() as u64);
+        if s.len() < 24 {
+            // Keys and most values: a one-byte head, written inline.
+            self.buf.push(0x60 | s.len() as u8);
+        } else {
+            self.head(major::TEXT, s.len() as u64);
+        }
         self.buf.extend_from_slice(s.as_bytes());
     }
 
