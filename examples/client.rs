@@ -58,7 +58,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = ClientOptions { version, ..ClientOptions::default() };
+    let options = ClientOptions::default().version(version);
     let mut session = Session { connection: ClientConnection::new(options), stream, buf: vec![0; 64 * 1024] };
     let outcome = session.run().await;
     session.connection.close();

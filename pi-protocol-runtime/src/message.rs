@@ -47,8 +47,7 @@ impl CodecOptions {
     /// `Options` when `bytes` exceeds `u32::MAX`.
     pub fn max_frame_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
         self.max_frame_length = check_length("maxFrameLength", bytes)?;
-        self.limits =
-            CborLimits::new(bytes, u64::from(self.limits.max_container_length()), u64::from(self.limits.max_depth()))?;
+        self.limits = self.limits.with_max_byte_length(bytes)?;
         Ok(self)
     }
 
