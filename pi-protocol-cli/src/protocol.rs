@@ -54,7 +54,7 @@ impl Protocol {
     /// The codec options of a run: the schema's limits (`x-limits`, or the reference form's
     /// `limits`; the runtime's defaults for those it does not set), with the frame limit
     /// replaced by `max_frame_length` when given, which also becomes the largest CBOR item, as
-    /// the reference's `maxFrameLength` option does (PROTOCOL.md sections 1 and 2).
+    /// the reference's `maxFrameLength` option does (docs/PROTOCOL.md sections 1 and 2).
     ///
     /// # Errors
     /// A usage failure when a limit is out of range.

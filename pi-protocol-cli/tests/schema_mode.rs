@@ -150,6 +150,12 @@ impl Draws {
 #[test]
 fn decode_and_stats_agree_on_changed_frames() {
     let draws = Draws::new(0x5c4e_0a11).draw(240);
+    // Every message type of both sides is drawn (3 client, 5 server), not only the simplest.
+    let kinds: std::collections::HashSet<(&str, String)> =
+        draws.iter().filter_map(|d| Some((d.side, d.value.get("type")?.as_str()?.to_owned()))).collect();
+    for (side, kind) in [("client", "request"), ("client", "cancel"), ("server", "hello"), ("server", "attachment")] {
+        assert!(kinds.contains(&(side, kind.to_owned())), "no {side} {kind} drawn: {kinds:?}");
+    }
     let mut refused = 0;
     for (i, draw) in draws.iter().enumerate() {
         // A valid frame of the same side first, so that the changed one is not the first.
