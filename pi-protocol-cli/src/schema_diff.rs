@@ -44,6 +44,10 @@ struct DiffArgs {
     /// report only).
     #[arg(long, value_enum, value_name = "DIRECTION")]
     require: Option<Require>,
+    /// Messages drawn per message type and direction when looking for a witness of a break
+    /// (and for a counterexample to a "holds"); 0 gives the rules' verdicts alone.
+    #[arg(long, value_name = "N", default_value_t = WitnessSearch::new().attempts_per_verdict())]
+    attempts: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,9 +86,11 @@ pub fn run(args: &SchemaArgs) -> Result<(), Failure> {
     let mut report = compat(&old, &new);
     // Every "breaks" backed by a message one schema accepts and the other refuses, every "holds"
     // tested by sampling.
-    report
-        .find_witnesses(&old, &new, &WitnessSearch::new())
-        .map_err(|e| Failure::usage(format!("the schemas cannot be interpreted: {e}")))?;
+    if args.attempts > 0 {
+        report
+            .find_witnesses(&old, &new, &WitnessSearch::new().attempts(args.attempts))
+            .map_err(|e| Failure::usage(format!("the schemas cannot be interpreted: {e}")))?;
+    }
     let format = match args.format {
         ReportFormat::Text => Format::Text,
         ReportFormat::Json => Format::Json,
