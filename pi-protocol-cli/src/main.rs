@@ -121,6 +121,11 @@ impl CommonArgs {
     /// The schema of the run and its codec options.
     fn protocol(&self) -> Result<(Protocol, CodecOptions), Failure> {
         let protocol = Protocol::load(self.schema.as_deref())?;
+        if protocol.model.message_type(self.side.model()).is_none() {
+            let file = self.schema.as_deref().map_or_else(String::new, |f| f.display().to_string());
+            let side = self.side.model().as_str();
+            return Err(Failure::usage(format!("the schema {file} defines no {side} messages")));
+        }
         let options = protocol.options(self.max_frame_length)?;
         Ok((protocol, options))
     }

@@ -197,3 +197,23 @@ fn encode_agrees_on_changed_messages() {
     }
     assert!(refused > 30, "{refused} of 80 refused");
 }
+
+#[test]
+fn a_side_the_schema_does_not_define_is_a_usage_error() {
+    let schema = std::env::temp_dir().join(format!("pi-protocol-client-only-{}.json", std::process::id()));
+    let client_only = serde_json::json!({ "$defs": { "ClientMessage": { "type": "object",
+        "properties": { "type": { "const": "ping" } }, "required": ["type"], "additionalProperties": false } } });
+    std::fs::write(&schema, client_only.to_string()).unwrap();
+    let schema_arg = schema.to_str().unwrap().to_owned();
+    // {"type": "ping"}
+    let frame = [0, 0, 0, 11, 0xa1, 0x64, b't', b'y', b'p', b'e', 0x64, b'p', b'i', b'n', b'g'];
+    let ok = run(&["decode".into(), "--side".into(), "client".into(), "--schema".into(), schema_arg.clone()], &frame);
+    assert_eq!((ok.status.code(), String::from_utf8(ok.stdout).unwrap()), (Some(0), "{\"type\":\"ping\"}\n".into()));
+    let out = run(&["decode".into(), "--side".into(), "server".into(), "--schema".into(), schema_arg.clone()], &frame);
+    std::fs::remove_file(&schema).ok();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!("pi-protocol: the schema {schema_arg} defines no server messages\n")
+    );
+}
