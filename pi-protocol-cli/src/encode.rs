@@ -27,14 +27,27 @@ pub fn run(args: &EncodeArgs) -> Result<(), Failure> {
         if line.trim().is_empty() {
             continue;
         }
-        let failure = match serde_json::from_str::<serde_json::Value>(&line) {
-            Err(e) => Failure::input(format!("line {line_number}, column {}: not JSON: {}", e.column(), syntax(&e))),
-            Ok(value) => match protocol.encode_json(side, &value, &options) {
+        // serde_json says where text that is not JSON goes wrong; the line itself is encoded
+        // from its text, keys in its order and numbers exact, as the reference would.
+        let failure = match serde_json::from_str::<serde::de::IgnoredAny>(&line) {
+            Err(e) => {
+                // Read as a value, serde_json names more mistakes (a trailing comma as such).
+                let e = serde_json::from_str::<serde_json::Value>(&line).err().unwrap_or(e);
+                Failure::input(format!("line {line_number}, column {}: not JSON: {}", e.column(), syntax(&e)))
+            }
+            Ok(_) => match protocol.encode_json(side, &line, &options) {
                 Ok(frame) => {
                     out.write_all(&frame).map_err(io_failure)?;
                     continue;
                 }
-                Err(e) => Failure::input(format!("line {line_number}: {}", explain(&protocol.model, side, &value, &e))),
+                Err(e) => {
+                    // Only a refused line is read as a value, to name its keys.
+                    let described = match serde_json::from_str::<serde_json::Value>(&line) {
+                        Ok(value) => explain(&protocol.model, side, &value, &e),
+                        Err(_) => crate::describe(&e),
+                    };
+                    Failure::input(format!("line {line_number}: {described}"))
+                }
             },
         };
         out.flush().map_err(io_failure)?;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use pi_protocol::runtime::{decode_message, FrameDecoder};
 use pi_protocol::{
-    encode_client_json, encode_server_json, CborLimits, ClientMessage, ClientMessageDecoder, CodecOptions,
+    encode_client_json_str, encode_server_json_str, CborLimits, ClientMessage, ClientMessageDecoder, CodecOptions,
     ProtocolError, ServerMessage, ServerMessageDecoder,
 };
 use pi_protocol_gen::interpret::Interpreter;
@@ -88,16 +88,17 @@ impl Protocol {
         }
     }
 
-    /// One frame holding `value`, a message `side` sends, encoded as the reference encodes the
-    /// same JSON (keys in JavaScript property order) after validating it.
+    /// One frame holding the message `side` sends given as JSON `text`, encoded as the
+    /// reference encodes the same text (keys in JavaScript property order, numbers read
+    /// exactly) after validating it.
     ///
     /// # Errors
     /// The validation error, or `Frame`/`EncodedFrameTooLong`.
-    pub fn encode_json(&self, side: Side, value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+    pub fn encode_json(&self, side: Side, text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
         match (&self.codec, side) {
-            (Codec::BuiltIn, Side::Client) => encode_client_json(value, options),
-            (Codec::BuiltIn, Side::Server) => encode_server_json(value, options),
-            (Codec::Interpreted(interpreter), side) => interpreter.encode_json_frame(side, value, options),
+            (Codec::BuiltIn, Side::Client) => encode_client_json_str(text, options),
+            (Codec::BuiltIn, Side::Server) => encode_server_json_str(text, options),
+            (Codec::Interpreted(interpreter), side) => interpreter.encode_json_str(side, text, options),
         }
     }
 

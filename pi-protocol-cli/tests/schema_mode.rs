@@ -199,6 +199,19 @@ fn encode_agrees_on_changed_messages() {
 }
 
 #[test]
+fn encode_agrees_on_key_order_and_numbers() {
+    let request = |call: &str| {
+        format!(
+            r#"{{"call":{call},"type":"request","id":"r","target":{{"serverId":"3b241101-e2bb-4255-8caf-4136c566a962"}}}}"#
+        )
+    };
+    for call in ["{\"b\":1,\"10\":2,\"a\":[0.1,-0,1.0,1e2]}", "9007199254740991", "9007199254740993", "1e400", "-0.0"] {
+        let line = format!("{}\n", request(call));
+        agree(&["encode", "--side", "client"], line.as_bytes());
+    }
+}
+
+#[test]
 fn a_side_the_schema_does_not_define_is_a_usage_error() {
     let schema = std::env::temp_dir().join(format!("pi-protocol-client-only-{}.json", std::process::id()));
     let client_only = serde_json::json!({ "$defs": { "ClientMessage": { "type": "object",

@@ -63,8 +63,8 @@ mod program;
 
 use std::collections::HashMap;
 
-use pi_protocol_runtime::json::encode_json_frame;
-use pi_protocol_runtime::{decode_message_with, CborLimits, CodecOptions, Payload, ProtocolError, Rule};
+use pi_protocol_runtime::json::{encode_json_frame, payload_in_javascript_order};
+use pi_protocol_runtime::{decode_message_with, encode_frame, CborLimits, CodecOptions, Payload, ProtocolError, Rule};
 use serde_json::Value;
 
 use crate::error::Result;
@@ -231,6 +231,32 @@ impl Interpreter {
         options: &CodecOptions,
     ) -> Result<Vec<u8>, ProtocolError> {
         encode_json_frame(value, options, |cbor, limits| self.decode(side, cbor, limits).map(drop))
+    }
+
+    /// One frame holding the message `side` sends given as JSON text, encoded as the reference
+    /// encodes the same text (keys in JavaScript property order, numbers read exactly), checked
+    /// by decoding the very bytes under `options`' limits: what the facade's
+    /// `encode_client_json_str` does for its types. No JSON value is built.
+    ///
+    /// ```
+    /// use pi_protocol_gen::{interpret::Interpreter, model::Side, Model};
+    /// let schema = r#"{ "$defs": { "ClientMessage": { "type": "object",
+    ///     "properties": { "type": { "const": "ping" }, "seq": { "type": "integer" } },
+    ///     "required": ["type", "seq"], "additionalProperties": false } } }"#;
+    /// let interpreter = Interpreter::new(&Model::from_json(schema, "ping.json")?)?;
+    /// let frame = interpreter.encode_json_str(Side::Client, r#"{"seq": 7, "type": "ping"}"#, &Default::default())?;
+    /// assert_eq!(&frame[4..6], &[0xa2, 0x63]); // "seq" first, as given
+    /// assert!(interpreter.encode_json_str(Side::Client, r#"{"seq": 7}"#, &Default::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON; otherwise as
+    /// [`encode_json_frame`](Self::encode_json_frame).
+    pub fn encode_json_str(&self, side: Side, text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+        let cbor = payload_in_javascript_order(text)?;
+        self.check(side, cbor.as_cbor(), options.limits())?;
+        encode_frame(cbor.as_cbor(), options.frame_limit())
     }
 }
 
