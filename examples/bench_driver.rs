@@ -277,6 +277,21 @@ fn write_frames(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+const USAGE: &str =
+    "usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]";
+
+/// What `--help` prints (on stdout, exit status 0).
+const HELP: &str = "Companion of the codec benchmarks (benches/codec.rs, docs/PERFORMANCE.md).
+
+usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]
+
+  frames [DIR]       write every workload's frames and manifest.json (default DIR: <target>/bench-frames)
+  run OP WORKLOAD N  run one operation N times in a loop, for a profiler
+  memory             peak heap bytes of one run of each operation on each workload
+  report [CRITERION_DIR] [NODE_JSON]
+                     the results table of docs/PERFORMANCE.md
+  -h, --help         print this help";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -302,8 +317,14 @@ fn main() -> ExitCode {
             };
             report(&dir, node.as_ref())
         })(),
-        _ => Err("usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]"
-            .to_owned()),
+        ["--help" | "-h" | "help"] => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

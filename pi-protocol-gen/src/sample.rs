@@ -253,10 +253,13 @@ impl<'m> Sampler<'m> {
     /// pattern when there is one.
     fn string(&mut self, checks: &Checks) -> Option<Value> {
         let min = checks.min_length.unwrap_or(0);
+        // Plain strings are drawn short; a pattern decides its own lengths (a UUID is 36
+        // characters), bounded only by the schema's `maxLength`.
         let max = checks.max_length.unwrap_or(min.max(12) + 8).max(min);
+        let schema_max = checks.max_length.unwrap_or(u64::MAX);
         let fits = |s: &str| {
             let n = text_length(s) as u64;
-            n >= min && n <= max
+            n >= min && n <= schema_max
         };
         match &checks.pattern {
             None => {
@@ -672,6 +675,30 @@ mod tests {
                 let text = sampler.matching(pattern).expect("a match");
                 assert!(compiled.matches(&text), "{pattern} on {text:?}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod pattern_length_tests {
+    use super::*;
+
+    /// A pattern longer than the lengths drawn for plain strings (a UUID: 36 characters), with
+    /// no `maxLength`, must still be drawn: every version 8 message type comes up.
+    #[test]
+    fn long_patterns_without_a_max_length_are_drawn() {
+        let model = Model::from_json(include_str!("../../schema/pi-protocol.v8.json"), "v8").unwrap();
+        let mut sampler = Sampler::new(&model, 11);
+        let id = sampler.value("ServerId").expect("a server id");
+        assert_eq!(id.as_str().map(str::len), Some(36), "{id}");
+        for side in Side::BOTH {
+            let mut kinds = HashSet::new();
+            for _ in 0..200 {
+                let message = sampler.message(side).expect("a message");
+                kinds.insert(message["type"].to_string());
+            }
+            let want = if side == Side::Client { 3 } else { 5 };
+            assert_eq!(kinds.len(), want, "{} messages drawn: {kinds:?}", side.as_str());
         }
     }
 }

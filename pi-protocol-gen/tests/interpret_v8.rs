@@ -53,7 +53,8 @@ fn typed_stream_of(side: Side, stream: &[u8], options: &CodecOptions) -> Vec<Ver
 }
 
 /// Compares one payload on both sides (a client payload read as a server message gives errors
-/// worth comparing too); returns the number of comparisons and accepted messages.
+/// worth comparing too), and the interpreter's `check` with its `decode`; returns the number of
+/// comparisons and accepted messages.
 fn compare_payload(
     name: &str,
     interpreter: &Interpreter,
@@ -69,6 +70,12 @@ fn compare_payload(
         if let Some(d) = difference(&format!("{name} as {} {}", side.as_str(), hex::encode(payload)), &[typed], &[ours])
         {
             failures.push(d);
+        }
+        // The verdict alone (payloads checked, never built) is the same, error included.
+        let checked = interpreter.check(side, payload, limits);
+        let decoded = interpreter.decode(side, payload, limits).map(drop);
+        if checked != decoded {
+            failures.push(format!("{name} as {}: check gives {checked:?}, decode {decoded:?}", side.as_str()));
         }
     }
     (2, accepted)

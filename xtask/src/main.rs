@@ -14,6 +14,9 @@
 //!   against the reference package, run by node (see `conformance.rs`).
 //! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
 //!   (see `bench_reference.rs` and `docs/PERFORMANCE.md`).
+//! - `schema-diff OLD NEW [--format text|json] [--require backward|forward|both]`: what a
+//!   schema change breaks, by message type and direction (`pi-protocol schema diff`, see
+//!   `schema_diff.rs`); exit status 1 when a required direction breaks.
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
@@ -25,11 +28,13 @@ mod codegen;
 mod conformance;
 mod fuzz;
 mod growth;
+mod schema_diff;
 mod schema_guard;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
+       cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
                and tests/downstream/chat.rs from tests/downstream/chat.json
@@ -46,7 +51,10 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
   fuzz [--check] [--seconds N] [--jobs J] [--target T]...
                run the fuzz targets N seconds each (default 60), J at a time (default 1), and
                minimise what they found into fuzz/corpus/; --check writes nothing (CI)
-               (needs cargo fuzz: cargo install cargo-fuzz --locked)";
+               (needs cargo fuzz: cargo install cargo-fuzz --locked)
+  schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
+               what the change from schema OLD to NEW breaks, by message type and direction
+               (pi-protocol schema diff); exit status 1 when a required direction breaks";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +67,7 @@ fn main() -> ExitCode {
         ["schema-guard", rest @ ..] => schema_guard::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
+        ["schema-diff", rest @ ..] => return schema_diff::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -180,9 +180,9 @@ impl<'m> Sampler<'m> {
     fn string(&mut self, checks: &Checks) -> String {
         let pattern = checks.pattern.as_deref().and_then(|p| SchemaPattern::compile(p).ok());
         let fits = |s: &str| {
-            checks.min_length.map_or(true, |min| has_min_length(s, min))
-                && checks.max_length.map_or(true, |max| has_max_length(s, max))
-                && pattern.as_ref().map_or(true, |p| p.matches(s))
+            checks.min_length.is_none_or(|min| has_min_length(s, min))
+                && checks.max_length.is_none_or(|max| has_max_length(s, max))
+                && pattern.as_ref().is_none_or(|p| p.matches(s))
         };
         let candidates: Vec<&str> = STRINGS.iter().copied().filter(|s| fits(s)).collect();
         if candidates.is_empty() || self.chance(self.invalid_rate) {
@@ -193,10 +193,10 @@ impl<'m> Sampler<'m> {
     }
 
     fn fits_bounds(checks: &Checks, n: f64) -> bool {
-        checks.minimum.map_or(true, |b| n >= b)
-            && checks.maximum.map_or(true, |b| n <= b)
-            && checks.exclusive_minimum.map_or(true, |b| n > b)
-            && checks.exclusive_maximum.map_or(true, |b| n < b)
+        checks.minimum.is_none_or(|b| n >= b)
+            && checks.maximum.is_none_or(|b| n <= b)
+            && checks.exclusive_minimum.is_none_or(|b| n > b)
+            && checks.exclusive_maximum.is_none_or(|b| n < b)
     }
 
     fn integer(&mut self, checks: &Checks) -> Value {
