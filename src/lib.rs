@@ -79,6 +79,7 @@ mod generated {
 pub mod connection;
 pub mod io;
 mod json;
+mod messages;
 mod serde_impls;
 mod shared;
 

@@ -10,6 +10,7 @@
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::accessors::{emit_accessors, union_accessors};
 use crate::error::{GenError, Result};
 use crate::model::{
     Checks, Dispatch, Field, LiteralValue, Member, Model, Shape, Struct, TypeDef, TypeExpr, TypeKind, Union, Variant,
@@ -325,7 +326,11 @@ impl Context<'_> {
                 args.extend(struct_args(s));
                 self.emit_struct(docs, def, &name, s, args)
             }
-            TypeKind::Union(u) => self.emit_union(docs, &name, u, args),
+            TypeKind::Union(u) => {
+                let union = self.emit_union(docs, &name, u, args);
+                let accessors = emit_accessors(&name, &union_accessors(self.model, u));
+                quote!(#union #accessors)
+            }
         }
     }
 
@@ -587,7 +592,7 @@ fn field_type(field: &Field) -> TokenStream {
 }
 
 /// The Rust type of a shape.
-fn type_tokens(shape: &Shape) -> TokenStream {
+pub(crate) fn type_tokens(shape: &Shape) -> TokenStream {
     match &shape.ty {
         TypeExpr::Named { name, boxed } => {
             let name = format_ident!("{}", name);

@@ -7,7 +7,7 @@ use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody,
     ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
-    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, SuccessResponse, PROTOCOL_VERSION,
+    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
@@ -365,8 +365,8 @@ impl ServerConnection {
         }
         if self.state == State::Open {
             let response = match result {
-                Ok(result) => Response::from(success(id.clone(), result)),
-                Err(error) => Response::from(ErrorResponse::new(id.clone(), error)),
+                Ok(result) => Response::success(id.clone(), result),
+                Err(error) => Response::failure(id.clone(), error),
             };
             self.queue_for_application(&ServerMessage::Response(response))?;
         }
@@ -541,14 +541,5 @@ impl ServerConnection {
             self.state = State::Closed;
             self.events.push_back(ServerEvent::Closed { release: self.attachment.take() });
         }
-    }
-}
-
-/// A success response settling `id`, with a `result` key only for `Some`.
-fn success(id: RequestId, result: Option<Payload>) -> SuccessResponse {
-    let response = SuccessResponse::new(id);
-    match result {
-        Some(result) => response.with_result(result),
-        None => response,
     }
 }

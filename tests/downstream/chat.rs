@@ -138,3 +138,13 @@ pub enum ChatMessage {
     /// `type: "leave"`.
     Leave(Leave),
 }
+impl ChatMessage {
+    /// The `room` every variant holds.
+    #[must_use]
+    pub fn room(&self) -> &RoomId {
+        match self {
+            ChatMessage::Say(v) => &v.room,
+            ChatMessage::Leave(v) => &v.room,
+        }
+    }
+}

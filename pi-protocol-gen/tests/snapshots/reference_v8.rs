@@ -21,6 +21,26 @@ pub enum ClientMessage {
     /// `type: "cancel"`.
     Cancel(Cancel),
 }
+impl ClientMessage {
+    /// The `id` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            ClientMessage::Request(v) => Some(v.id.as_str()),
+            ClientMessage::Cancel(v) => Some(v.id.as_str()),
+            _ => None,
+        }
+    }
+    /// The `target` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            ClientMessage::Request(v) => Some(&v.target),
+            ClientMessage::Cancel(v) => Some(&v.target),
+            _ => None,
+        }
+    }
+}
 
 /// Schema: `#/serverMessage`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
@@ -134,6 +154,16 @@ pub enum Response {
     /// `ok: false`.
     OkFalse(OkFalse),
 }
+impl Response {
+    /// The `id` every variant holds.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Response::OkTrue(v) => v.id.as_str(),
+            Response::OkFalse(v) => v.id.as_str(),
+        }
+    }
+}
 
 /// Schema: `#/serverMessage/anyOf/3`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
@@ -178,6 +208,16 @@ pub enum Target {
     Variant0(Variant0),
     /// `{ serverId, sessionId, attachmentId }`.
     AttachmentAttachment(AttachmentAttachment),
+}
+impl Target {
+    /// The `server_id` every variant holds.
+    #[must_use]
+    pub fn server_id(&self) -> &str {
+        match self {
+            Target::Variant0(v) => v.server_id.as_str(),
+            Target::AttachmentAttachment(v) => v.server_id.as_str(),
+        }
+    }
 }
 
 /// Schema: `#/serverMessage/anyOf/1/properties/error`.

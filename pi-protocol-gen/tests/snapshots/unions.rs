@@ -65,6 +65,16 @@ pub enum Answer {
     /// Said no.
     OkFalse(No),
 }
+impl Answer {
+    /// The `id` every variant holds.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Answer::Yes(v) => v.id.as_str(),
+            Answer::OkFalse(v) => v.id.as_str(),
+        }
+    }
+}
 
 /// Schema: `#/$defs/Message`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
@@ -127,6 +137,16 @@ pub enum Either {
     Small(Small),
     /// `{ a, b, c? }`.
     Big(Big),
+}
+impl Either {
+    /// The `a` every variant holds.
+    #[must_use]
+    pub fn a(&self) -> &str {
+        match self {
+            Either::Small(v) => v.a.as_str(),
+            Either::Big(v) => v.a.as_str(),
+        }
+    }
 }
 
 /// Schema: `#/$defs/Done`.
