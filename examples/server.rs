@@ -101,7 +101,7 @@ async fn main() -> ExitCode {
     }
     let mut tasks = JoinSet::new();
     let mut accepted = 0u64;
-    while args.connections.map_or(true, |limit| accepted < limit) {
+    while args.connections.is_none_or(|limit| accepted < limit) {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;

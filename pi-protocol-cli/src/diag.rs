@@ -197,7 +197,7 @@ impl<'a> Walker<'a> {
         let result = self.item_inner(depth);
         // Children finish first: the deepest item along the path wins, and among items at the same
         // path (a tag and its content) the outermost.
-        if on_path && self.best.map_or(true, |(len, _, _)| self.path.len() >= len) {
+        if on_path && self.best.is_none_or(|(len, _, _)| self.path.len() >= len) {
             self.best = Some((self.path.len(), (start, self.pos), (text_start, self.out.len())));
         }
         result

@@ -51,7 +51,7 @@ pub fn run(args: &StatsArgs) -> Result<(), Failure> {
                     totals.payload_total += len;
                     *totals.by_type.entry(summary.kind).or_default() += 1;
                     if let Some((field, size)) = summary.payload {
-                        if totals.largest.as_ref().map_or(true, |l| size > l.0) {
+                        if totals.largest.as_ref().is_none_or(|l| size > l.0) {
                             totals.largest = Some((size, field, totals.frames, offset, summary.id.clone()));
                         }
                     }

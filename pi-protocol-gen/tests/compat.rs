@@ -217,9 +217,12 @@ fn union_members_and_enum_values_added_and_removed() {
     assert_eq!(note(&report).backward.reasons[0].change, Change::VariantRemoved);
 }
 
+/// A change to a schema document.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn bounds_tightened_break_backward_and_loosened_break_forward() {
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>, Box<dyn Fn(&mut Value)>)> = vec![
+    let edits: Vec<(&str, Edit, Edit)> = vec![
         (
             "minLength",
             Box::new(|v| v["$defs"]["Id"]["minLength"] = json!(2)),

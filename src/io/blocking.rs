@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn oversized_header_is_refused_before_its_payload_is_read() {
         let mut data = vec![0, 0, 0x01, 0x00]; // announces 256 bytes
-        data.extend(std::iter::repeat(0xf6).take(256));
+        data.extend(std::iter::repeat_n(0xf6, 256));
         let options = CodecOptions::new().max_frame_length(255).unwrap();
         let mut reader = ClientMessageReader::with_options(Trickle { data: &data, pos: 0, limit: 4 }, &options);
         let error = reader.read_message().unwrap_err();
