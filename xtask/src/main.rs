@@ -3,8 +3,8 @@
 //!
 //! Tasks:
 //! - `gen`: regenerates every checked-in generated file from its source of truth
-//!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`; `tests/downstream/chat.rs`, what
-//!   `pi_protocol_gen::Builder` writes for a downstream crate, from `tests/downstream/chat.json`).
+//!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`; what `pi_protocol_gen::Builder`
+//!   writes for a downstream crate is not checked in: `tests/schema-suite` builds it).
 //! - `gen --check`: regenerates in memory and fails, naming the stale file and the command to
 //!   run, when a checked-in file differs. CI runs this.
 //! - `growth`: schema growth needs no hand edit (see `growth.rs`). CI runs this.
@@ -37,7 +37,6 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
        cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
-               and tests/downstream/chat.rs from tests/downstream/chat.json
   gen --check  fail if a checked-in generated file is stale
   schema-guard [--record]
                fail when schema/pi-protocol.v8.json breaks the wire against
