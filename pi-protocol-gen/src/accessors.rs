@@ -174,11 +174,15 @@ pub(crate) fn emit_accessors(name: &Ident, accessors: &[Accessor]) -> TokenStrea
                 }
             }
         } else {
-            let doc = format!(
-                " The `{}` of the variants that hold one ({}); `None` for the others.",
-                a.name,
-                holders.join(", ")
-            );
+            let doc = if a.in_every_variant {
+                format!(" The `{}` every variant may hold; `None` when it is absent.", a.name)
+            } else {
+                format!(
+                    " The `{}` of the variants that hold one ({}); `None` for the others.",
+                    a.name,
+                    holders.join(", ")
+                )
+            };
             let wildcard = (!a.in_every_variant).then(|| quote!(_ => None,));
             quote! {
                 #[doc = #doc]

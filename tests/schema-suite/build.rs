@@ -72,11 +72,15 @@ impl crate::Schema for {marker} {{
     let _ = write!(
         out,
         r#"
+/// How many schemas the suite holds: every test schema of the generator and the v8 schema.
+pub const SCHEMA_COUNT: usize = {count};
+
 /// Calls `visitor` with every schema of the suite, in the order of their names (the project's
 /// own v8 schema last).
 pub fn for_each_schema(visitor: &mut impl crate::Visitor) {{{visits}
 }}
-"#
+"#,
+        count = schemas.len()
     );
     out
 }

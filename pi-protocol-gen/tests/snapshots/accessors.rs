@@ -21,7 +21,7 @@ pub enum Shape {
     Group(Group),
 }
 impl Shape {
-    /// The `name` of the variants that hold one (`Circle`, `Square`, `Maybe`, `Group`); `None` for the others.
+    /// The `name` every variant may hold; `None` when it is absent.
     #[must_use]
     pub fn name(&self) -> Option<&str> {
         match self {
