@@ -111,6 +111,12 @@ fn the_report_names_the_message_and_the_edit() {
     assert_eq!(request["name"], "request");
     assert_eq!(request["backward"]["reasons"][0]["change"], "bound tightened");
     assert_eq!(request["backward"]["reasons"][0]["new"], "#/$defs/Id");
+    assert_eq!(request["backward"]["reasons"][0]["detail"], "maxLength: none -> 64");
+    // The witness of a bound added where there was none: an id beyond it, which new readers refuse.
+    let witness = &request["backward"]["witness"];
+    let id = witness["message"]["id"].as_str().unwrap_or_else(|| panic!("a witness: {request}"));
+    assert!(id.chars().count() > 64, "{witness}");
+    assert_eq!(witness["refusedBecause"], "invalid message at id: string longer than 64 characters");
 
     // The break of an added optional property is shown by a message holding it.
     let new = write("note", &optional_added());

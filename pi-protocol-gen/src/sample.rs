@@ -98,6 +98,12 @@ const DEPTH_BUDGET: usize = 6;
 /// How many times a string for a pattern is drawn before giving up.
 const PATTERN_ATTEMPTS: usize = 64;
 
+/// The longest plain string drawn without a `maxLength`, in characters above `minLength`.
+const LONG_STRING: u64 = 300;
+
+/// The most items drawn for a top-level array without `maxItems`, above `minItems`.
+const LONG_ARRAY: u64 = 40;
+
 /// The order of an object's keys in drawn values (the wire's key order is free).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -260,9 +266,13 @@ impl<'m> Sampler<'m> {
                 let min = checks.min_items.unwrap_or(0);
                 let limit = checks.max_items.unwrap_or(u64::MAX);
                 let max = limit.min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
-                // Now and then exactly at the maximum, where revisions of a schema tend to differ.
+                // Now and then exactly at the maximum, where revisions of a schema tend to differ,
+                // and near the top without a maximum (a revision adding `maxItems` is witnessed
+                // only beyond it).
                 let count = if depth < DEPTH_BUDGET && limit <= 64 && self.rng.one_in(8) {
                     limit
+                } else if depth == 0 && checks.max_items.is_none() && self.rng.one_in(16) {
+                    self.rng.between(min + 4, min + LONG_ARRAY)
                 } else {
                     self.rng.between(min, max.max(min))
                 };
@@ -309,9 +319,12 @@ impl<'m> Sampler<'m> {
         match &checks.pattern {
             None => {
                 // Now and then right at a bound, where revisions of a schema tend to differ.
-                let length = match self.rng.below(8) {
-                    0 => min,
-                    1 if max <= 4096 => max,
+                // Without a maximum, now and then a long one: a revision that adds a
+                // `maxLength` is witnessed only by strings beyond it.
+                let length = match self.rng.below(16) {
+                    0 | 1 => min,
+                    2 | 3 if max <= 4096 => max,
+                    4 if checks.max_length.is_none() => self.rng.between(min + 13, min + LONG_STRING),
                     _ => self.rng.between(min, max.min(min + 12)),
                 };
                 let text = self.text(length);
@@ -383,6 +396,13 @@ impl<'m> Sampler<'m> {
             (false, true) => (hi - 1000.0, hi),
             (false, false) => (-1000.0, 1000.0),
         };
+        // Without a bound on one side, now and then far out on it (up to +-2^53 - 1): a
+        // revision that adds a `maximum` or `minimum` is witnessed only beyond it.
+        let (lo, hi) = match (checks_lower(checks), checks_upper(checks), self.rng.below(16)) {
+            (_, false, 0) => (hi, MAX_SAFE),
+            (false, _, 1) => (-MAX_SAFE, lo),
+            _ => (lo, hi),
+        };
         let ok = |v: f64| {
             checks.minimum.is_none_or(|m| v >= m)
                 && checks.maximum.is_none_or(|m| v <= m)
@@ -431,6 +451,19 @@ impl<'m> Sampler<'m> {
 }
 
 /// A JSON number for `v`: an integer when integral (and not `-0`), a float otherwise.
+/// The largest integer a JSON number holds exactly, as a float: 2^53 - 1.
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+/// Whether `checks` bound a number from below.
+fn checks_lower(checks: &Checks) -> bool {
+    checks.minimum.is_some() || checks.exclusive_minimum.is_some()
+}
+
+/// Whether `checks` bound a number from above.
+fn checks_upper(checks: &Checks) -> bool {
+    checks.maximum.is_some() || checks.exclusive_maximum.is_some()
+}
+
 fn number_value(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 && !(v == 0.0 && v.is_sign_negative()) {
         Value::from(v as i64)
