@@ -6,7 +6,7 @@
 //!     for the TypeScript timing script of `cargo xtask bench-reference`
 //! cargo run --release --example bench_driver -- run OP WORKLOAD ITERATIONS
 //!     run one operation in a loop, for a profiler (perf record, valgrind --tool=callgrind);
-//!     OP: decode | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
+//!     OP: decode | decode-pull | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
 //!         | relay-serde | to-value | memcpy | append | none
 //!     and, for `benches/payload_serde.rs` (typed ops on the medium and large calls only):
 //!         payload-de | payload-de-value | payload-de-cbor4ii | payload-ser | payload-ser-value
@@ -34,6 +34,7 @@ use pi_protocol::Payload;
 
 const OPS: &[&str] = &[
     "decode",
+    "decode-pull",
     "decode-shared",
     "decode-serde",
     "encode",
@@ -105,6 +106,7 @@ impl Setup {
 fn run_once(op: &str, w: &Workload, setup: &mut Setup) -> Result<usize, String> {
     Ok(match op {
         "decode" => std::hint::black_box(ops::decode_ours(w)).len(),
+        "decode-pull" => std::hint::black_box(ops::decode_ours_pull(w)).len(),
         "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &setup.shared)).len(),
         "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
         "encode" => setup.ours.as_ref().map_or(0, ops::encode_ours),
