@@ -390,12 +390,10 @@ impl Regex {
     /// # Errors
     /// A [`PatternError`] when `source` is not a valid ECMAScript pattern in Unicode mode.
     pub fn new(source: &str) -> Result<Regex, PatternError> {
-        regress::Regex::with_flags(source, "u")
-            .map(|inner| Regex { inner })
-            .map_err(|e| PatternError {
-                position: None,
-                reason: format!("not a valid ECMAScript regular expression with the u flag ({e})"),
-            })
+        regress::Regex::with_flags(source, "u").map(|inner| Regex { inner }).map_err(|e| PatternError {
+            position: None,
+            reason: format!("not a valid ECMAScript regular expression with the u flag ({e})"),
+        })
     }
 
     /// Whether the pattern matches somewhere in `text` (JavaScript's `RegExp.prototype.test`).
