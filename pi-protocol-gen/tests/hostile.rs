@@ -435,3 +435,88 @@ fn many_types_named_after_the_same_place_are_numbered() {
     assert_eq!(&names[..4], ["O", "X", "OX", "OX2"]);
     assert_eq!(names[MAX_MEMBERS], format!("OX{}", MAX_MEMBERS - 1));
 }
+
+// ---- references and bounds that lead nowhere ----
+
+/// References that point at themselves, at each other, at the root, into a keyword's value, at
+/// nothing, or at a place that holds itself: each is a model (which reaches every consumer) or
+/// an error at the pointer of the reference. (A definition that is only a reference is followed
+/// where it is used: unused, such a loop names no type.)
+#[test]
+fn references_that_lead_nowhere_or_in_circles_end() {
+    let holder = |reference: &str| object(json!({ "x": { "$ref": reference } }));
+    let held = |property: Value| object(json!({ "x": property }));
+    let x_ref = "#/$defs/A/properties/x/$ref";
+    let cases = [
+        (json!({ "$defs": { "A": { "$ref": "#/$defs/A" } } }), None),
+        (json!({ "$defs": { "A": { "$ref": "#/$defs/A" }, "C": holder("#/$defs/A") } }), Some("#/$defs/A/$ref")),
+        (
+            json!({ "$defs": { "A": { "$ref": "#/$defs/B" }, "B": { "$ref": "#/$defs/A" }, "C": holder("#/$defs/B") } }),
+            Some("#/$defs/A/$ref"),
+        ),
+        (json!({ "$defs": { "A": { "$ref": "#" } } }), None),
+        (
+            json!({ "$defs": { "A": { "$id": "a", "$ref": "b" }, "B": { "$id": "b", "$ref": "a" }, "C": holder("a") } }),
+            Some("#/$defs/B/$ref"),
+        ),
+        (
+            json!({ "$defs": { "A": { "type": "array", "items": { "$ref": "#/$defs/A/items" } } } }),
+            Some("#/$defs/A/items/$ref"),
+        ),
+        (
+            json!({ "$defs": { "A": held(json!({ "anyOf": [{ "$ref": "#/$defs/A/properties/x" }, { "type": "null" }] })) } }),
+            Some("#/$defs/A/properties/x"),
+        ),
+        (
+            json!({ "$defs": { "A": held(json!({ "type": ["array", "null"], "items": { "$ref": "#/$defs/A/properties/x" } })) } }),
+            None,
+        ),
+        (
+            json!({ "$defs": { "A": object(json!({ "x": { "$ref": "#/$defs/A/properties/y" },
+                "y": { "$ref": "#/$defs/A/properties/x" } })) } }),
+            Some(x_ref),
+        ),
+        (json!({ "$defs": { "ClientMessage": holder("#") } }), None),
+        (json!({ "$defs": { "A": holder("#/$defs") } }), Some("#/$defs/A")),
+        (json!({ "$defs": { "A": holder("#/$defs/A/type") } }), Some("#/$defs/A/type")),
+        (json!({ "$defs": { "A": holder("#/$defs/a~2") } }), Some(x_ref)),
+        (json!({ "$defs": { "A": holder("#/nowhere/x") } }), Some(x_ref)),
+        (json!({ "$defs": { "A": holder("") } }), Some(x_ref)),
+    ];
+    for (i, (document, expected)) in cases.into_iter().enumerate() {
+        match (convert(document), expected) {
+            (Ok(model), None) => {
+                every_consumer(model);
+            }
+            (Err(error), Some(path)) => assert_eq!(error.path(), Some(path), "case {i}: {error}"),
+            (Ok(model), Some(path)) => panic!("case {i}: expected an error at {path}, got {} types", model.types.len()),
+            (Err(error), None) => panic!("case {i}: expected a model, got {error}"),
+        }
+    }
+}
+
+/// Bounds no value meets (`minLength` above `maxLength`, `minimum` above `maximum`, an empty
+/// open interval, a pattern no string of the allowed lengths matches, a record whose keys
+/// cannot exist): each is a model whose draws fail, and every consumer ends.
+#[test]
+fn bounds_no_value_meets_end_in_every_consumer() {
+    for property in [
+        json!({ "type": "string", "minLength": 10, "maxLength": 2 }),
+        json!({ "type": "array", "items": { "type": "null" }, "minItems": 10, "maxItems": 2 }),
+        json!({ "type": "integer", "minimum": 10, "maximum": 2 }),
+        json!({ "type": "integer", "exclusiveMinimum": 1, "exclusiveMaximum": 2 }),
+        json!({ "type": "integer", "minimum": 0.1, "maximum": 0.9 }),
+        json!({ "type": "string", "pattern": "^a$", "minLength": 5 }),
+        json!({ "type": "string", "pattern": "[^\\s\\S]" }),
+        json!({ "type": "object", "patternProperties": { "^$": { "type": "string", "minLength": 5, "maxLength": 1 } },
+            "additionalProperties": false }),
+    ] {
+        let document = json!({ "$defs": { "ClientMessage": object(json!({ "p": property.clone() })) } });
+        match convert(document) {
+            Ok(model) => {
+                every_consumer(model);
+            }
+            Err(error) => assert!(error.path().is_some(), "{property}: {error}"),
+        }
+    }
+}
