@@ -307,6 +307,9 @@ impl<'m> Sampler<'m> {
             TypeExpr::Array(items) => {
                 let min = checks.min_items.unwrap_or(0);
                 let limit = checks.max_items.unwrap_or(u64::MAX);
+                if min > limit {
+                    return None;
+                }
                 let max = limit.min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
                 // Now and then exactly at the maximum, where revisions of a schema tend to differ,
                 // and near the top without a maximum (a revision adding `maxItems` is witnessed
@@ -361,7 +364,10 @@ impl<'m> Sampler<'m> {
     /// differently.
     fn string(&mut self, checks: &Checks) -> Option<Value> {
         let min = checks.min_length.unwrap_or(0);
-        let max = checks.max_length.unwrap_or(u64::MAX).max(min);
+        let max = checks.max_length.unwrap_or(u64::MAX);
+        if min > max {
+            return None;
+        }
         let fits = |s: &str| {
             let n = text_length(s);
             n == s.chars().count() && (min..=max).contains(&(n as u64))
