@@ -310,10 +310,12 @@ impl App {
     }
 
     fn set_route(&mut self, connection: &mut ServerConnection, route: Option<SessionTarget>) -> Result<(), String> {
-        if !self.quiet {
-            println!("{}", json!({"conn": self.conn, "event": "route", "route": &route}));
+        let line = (!self.quiet).then(|| json!({"conn": self.conn, "event": "route", "route": &route}));
+        connection.set_attachment(route).map_err(|e| e.to_string())?;
+        if let Some(line) = line {
+            println!("{line}");
         }
-        connection.set_attachment(route).map_err(|e| e.to_string())
+        Ok(())
     }
 
     fn respond(
