@@ -40,8 +40,7 @@ use pi_protocol::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::{AbortHandle, JoinSet};
 
 const DEFAULT_SERVER_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 const USAGE: &str = "usage: server [--listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
@@ -142,14 +141,16 @@ async fn main() -> ExitCode {
 type Completion = (RequestId, Result<Option<Payload>, ErrorBody>);
 
 /// Serves one connection: the driver reads the socket into the connection, writes what the
-/// connection queues, and hands out its events; answers completed by timers come back on a
-/// channel.
+/// connection queues, and hands out its events; answers that timers complete later come back
+/// from the connection's set of timer tasks.
 async fn serve(stream: TcpStream, server_id: ServerId, conn: u64, quiet: bool) {
     let mut driver = ServerDriver::new(stream, ServerConnection::new(server_id.clone(), ServerOptions::default()));
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
-    let mut app = App::new(server_id, conn, quiet, done_tx);
+    let mut app = App::new(server_id, conn, quiet);
     loop {
         tokio::select! {
+            // The connection first: while it has events, nothing else is looked at (timers
+            // are polled whenever it waits for the socket).
+            biased;
             event = driver.next_event() => {
                 let Some(event) = event else { break };
                 if !quiet {
@@ -165,9 +166,13 @@ async fn serve(stream: TcpStream, server_id: ServerId, conn: u64, quiet: bool) {
                     _ => {}
                 }
             }
-            Some((id, result)) = done_rx.recv() => {
-                if app.waiting.remove(&id).is_some() {
-                    app.respond(driver.connection_mut(), &id, result);
+            // `None` (no timer running) disables this branch until the next turn, in which a
+            // timer started by an event is looked at again. Aborted timers end with an error.
+            Some(done) = app.timers.join_next() => {
+                if let Ok((id, result)) = done {
+                    if app.waiting.remove(&id).is_some() {
+                        app.respond(driver.connection_mut(), &id, result);
+                    }
                 }
             }
         }
@@ -233,18 +238,19 @@ struct App {
     attachments: u64,
     /// The answer of `catalogue`, built once: cloning it copies a few bytes.
     catalogue: Payload,
-    /// `wait` calls not answered yet, with the timer that will answer them.
-    waiting: HashMap<RequestId, JoinHandle<()>>,
-    done: mpsc::UnboundedSender<Completion>,
+    /// The timers of `wait` calls, each ending with its call's answer.
+    timers: JoinSet<Completion>,
+    /// `wait` calls not answered yet, with their timer.
+    waiting: HashMap<RequestId, AbortHandle>,
 }
 
 impl App {
-    fn new(server_id: ServerId, conn: u64, quiet: bool, done: mpsc::UnboundedSender<Completion>) -> Self {
+    fn new(server_id: ServerId, conn: u64, quiet: bool) -> Self {
         let catalogue = payload(&json!([
             {"serviceId": "sessions", "mode": "singleton"},
             {"serviceId": "session", "mode": "keyed"},
         ]));
-        App { server_id, conn, quiet, attachments: 0, catalogue, waiting: HashMap::new(), done }
+        App { server_id, conn, quiet, attachments: 0, catalogue, timers: JoinSet::new(), waiting: HashMap::new() }
     }
 
     fn handle(&mut self, connection: &mut ServerConnection, request: Request) {
@@ -261,11 +267,10 @@ impl App {
             ("session", "echo") => Ok(Some(payload(&Echo { echo: &call.args }))),
             ("session", "wait") => {
                 let ms = first_arg(&call.args).as_u64().unwrap_or(5000).min(60_000);
-                let done = self.done.clone();
                 let id = request.id.clone();
-                let timer = tokio::spawn(async move {
+                let timer = self.timers.spawn(async move {
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    let _ = done.send((id, Ok(Some(payload(&json!({"waitedMs": ms}))))));
+                    (id, Ok(Some(payload(&json!({"waitedMs": ms})))))
                 });
                 self.waiting.insert(request.id, timer);
                 return;

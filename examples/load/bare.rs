@@ -1,54 +1,37 @@
 //! The baseline of the load measurements: a server written straight on `io::ServerCodec` and
-//! `tokio_util::codec::Framed`, as a user who skips the connection layer would write it. It
+//! `tokio_util::codec::Framed`, as a user who skips the connection layer would write it, on the
+//! runtime `#[tokio::main]` builds (as the example server's). It
 //! answers `hello`, and `catalogue` and `echo` calls (the bench workload) exactly as the example
 //! server does, reading calls the same way; it keeps no protocol state (no fencing, no
 //! in-flight table, no cancellation, no attachments). Answers are fed to the sink as they are
 //! made and flushed once the read buffer holds no further whole frame, so a burst is answered
 //! with one write, as the driver does.
 
+use std::sync::Arc;
+
 use futures_util::{SinkExt, StreamExt};
 use pi_protocol::io::ServerCodec;
-use pi_protocol::{
-    ClientMessage, ErrorBody, Payload, Response, ServerHello, ServerHelloError, ServerId, ServerMessage,
-};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use pi_protocol::{ClientMessage, ErrorBody, Response, ServerHello, ServerHelloError, ServerId, ServerMessage};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
-/// What a call asks for (the example server's reading of it).
-#[derive(Deserialize, Default)]
-struct Call<'a> {
-    #[serde(rename = "serviceId", default)]
-    service_id: &'a str,
-    #[serde(default)]
-    member: &'a str,
-    #[serde(default)]
-    args: Option<Payload>,
-}
+#[path = "../../benches/common/service.rs"]
+mod service;
 
-#[derive(Serialize)]
-struct Echo<'a> {
-    echo: &'a Option<Payload>,
-}
+use service::Service;
 
 /// Serves every connection of `listener` until the process is stopped.
 pub async fn serve(listener: TcpListener, server_id: ServerId) {
-    let catalogue = Payload::from_value(&json!([
-        {"serviceId": "sessions", "mode": "singleton"},
-        {"serviceId": "session", "mode": "keyed"},
-    ]))
-    .expect("a valid payload");
+    let service = Arc::new(Service::default());
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
         let _ = stream.set_nodelay(true);
-        tokio::spawn(connection(stream, server_id.clone(), catalogue.clone()));
+        tokio::spawn(connection(stream, server_id.clone(), Arc::clone(&service)));
     }
 }
 
-async fn connection(stream: TcpStream, server_id: ServerId, catalogue: Payload) {
+async fn connection(stream: TcpStream, server_id: ServerId, service: Arc<Service>) {
     let mut framed = Framed::new(stream, ServerCodec::new());
-    let unknown = ErrorBody::from_code("unknown_member", "No such service member").expect("a code");
     while let Some(Ok(message)) = framed.next().await {
         let answer = match message {
             ClientMessage::Hello(hello) if hello.version.get() == 8 => {
@@ -60,18 +43,10 @@ async fn connection(stream: TcpStream, server_id: ServerId, catalogue: Payload) 
                 let _ = framed.send(ServerMessage::HelloError(ServerHelloError::new(error))).await;
                 return;
             }
-            ClientMessage::Request(request) => {
-                let call: Call = request.call.deserialize().unwrap_or_default();
-                let response = match (call.service_id, call.member) {
-                    ("$chord.service", "catalogue") => Response::success(request.id, Some(catalogue.clone())),
-                    ("session", "echo") => {
-                        let echo = Payload::from_serialize(&Echo { echo: &call.args }).expect("a valid payload");
-                        Response::success(request.id, Some(echo))
-                    }
-                    _ => Response::failure(request.id, unknown.clone()),
-                };
-                ServerMessage::Response(response)
-            }
+            ClientMessage::Request(request) => ServerMessage::Response(match service.answer(&request.call) {
+                Ok(result) => Response::success(request.id, result),
+                Err(error) => Response::failure(request.id, error),
+            }),
             _ => continue,
         };
         if framed.feed(answer).await.is_err() {

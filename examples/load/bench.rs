@@ -6,7 +6,7 @@
 //! `measure-end` (the window whose answers and latencies are counted), then `drained`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -153,6 +153,10 @@ enum Kind {
 }
 
 /// Keeps `in_flight` requests in flight until the measurement ends, then drains.
+///
+/// Cheap per message, so that one core can keep a server busy: the requests of a batch share
+/// one send time and the answers of a read one receive time; the requests in flight are a
+/// queue in sending order, which the server answers in.
 async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>) {
     let ledger = Ledger::new(token);
     let target = ledger.server_target();
@@ -163,11 +167,11 @@ async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>)
     let echo_answer = json!({"echo": [token]});
     // The bytes of an answer already checked: the same bytes again need no second look.
     let mut checked: [Option<Vec<u8>>; 2] = [None, None];
-    let mut pending: HashMap<u64, (Instant, Kind)> = HashMap::with_capacity(in_flight * 2);
+    let mut pending: VecDeque<(u64, Instant, Kind)> = VecDeque::with_capacity(in_flight);
     let mut seq = 0u64;
-    let mut id_text = String::new();
     loop {
-        if shared.phase.get() != Phase::Drain {
+        if shared.phase.get() != Phase::Drain && pending.len() < in_flight {
+            let now = Instant::now();
             while pending.len() < in_flight {
                 seq += 1;
                 let kind = if seq % 2 == 0 { Kind::Echo } else { Kind::Catalogue };
@@ -175,12 +179,9 @@ async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>)
                     Kind::Catalogue => catalogue.clone(),
                     Kind::Echo => echo.clone(),
                 };
-                id_text.clear();
-                use std::fmt::Write;
-                let _ = write!(id_text, "{seq}");
-                let id = RequestId::new(id_text.as_str()).expect("digits");
+                let id = RequestId::new(seq.to_string()).expect("digits");
                 wire.queue(&ClientMessage::Request(Request::new(id, target.clone(), call)));
-                pending.insert(seq, (Instant::now(), kind));
+                pending.push_back((seq, now, kind));
             }
         }
         if pending.is_empty() {
@@ -190,16 +191,18 @@ async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>)
             shared.fail(format!("client {token}: write: {e}"));
             return;
         }
+        let mut received = None;
         let read = wire
             .read(|message| {
                 let (id, result) = match message {
                     ServerMessage::Response(Response::Success(success)) => (success.id, success.result),
                     other => return shared.fail(format!("client {token}: unexpected {}", other.to_json())),
                 };
-                let Some((sent, kind)) = id.as_str().parse().ok().and_then(|seq: u64| pending.remove(&seq)) else {
+                let position = id.as_str().parse().ok().and_then(|seq: u64| pending.iter().position(|p| p.0 == seq));
+                let Some((_, sent, kind)) = position.and_then(|position| pending.remove(position)) else {
                     return shared.fail(format!("client {token}: a response to {id}, never asked for or answered"));
                 };
-                let received = Instant::now();
+                let received = *received.get_or_insert_with(Instant::now);
                 if shared.phase.get() == Phase::Measure {
                     shared.responses.set(shared.responses.get() + 1);
                     shared.latencies.borrow_mut().record(received - sent);

@@ -153,7 +153,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    // The generator runs on one thread; the bare server on the runtime `#[tokio::main]` builds,
+    // as the example server does.
+    let runtime = match command {
+        Command::ServeBare { .. } => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+    .expect("a tokio runtime");
     let result: Value = runtime.block_on(async {
         match command {
             Command::Bench(settings) => bench::run(settings).await,

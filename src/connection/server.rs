@@ -1,5 +1,6 @@
 //! [`ServerConnection`]: the server half of a Pi connection.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
@@ -268,65 +269,78 @@ impl ServerConnection {
     }
 
     fn handle(&mut self, message: ClientMessage) {
-        match (self.state, message) {
-            (State::AwaitingHello, ClientMessage::Hello(hello)) => {
-                let version = hello.version.get();
-                if is_supported_protocol_version(version) {
-                    let reply = ServerMessage::from(ServerHello::new(self.server_id.clone()));
-                    match self.queue(&reply) {
-                        Ok(()) => {
-                            self.state = State::Open;
-                            self.events.push_back(ServerEvent::Ready);
+        // The state alone is matched first: the message moves only into the arm that takes it.
+        match self.state {
+            State::Open => match message {
+                ClientMessage::Request(request) => self.admit(request),
+                ClientMessage::Cancel(cancel) => {
+                    if let Some(in_flight) = self.in_flight.get_mut(&cancel.id) {
+                        if in_flight.target == cancel.target && !in_flight.cancelled {
+                            in_flight.cancelled = true;
+                            self.events.push_back(ServerEvent::Cancel { id: cancel.id });
                         }
-                        Err(error) => self.begin_close(error.into_close_reason()),
-                    }
-                } else {
-                    let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
-                    match self.queue(&reply) {
-                        Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
-                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 }
-            }
-            (State::AwaitingHello, _) => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
-            (State::Open, ClientMessage::Hello(_)) => {
-                self.begin_close(CloseReason::Violation(Violation::UnexpectedHello))
-            }
-            (State::Open, ClientMessage::Request(request)) => self.admit(request),
-            (State::Open, ClientMessage::Cancel(cancel)) => {
-                if let Some(in_flight) = self.in_flight.get_mut(&cancel.id) {
-                    if in_flight.target == cancel.target && !in_flight.cancelled {
-                        in_flight.cancelled = true;
-                        self.events.push_back(ServerEvent::Cancel { id: cancel.id });
-                    }
+                ClientMessage::Hello(_) => self.begin_close(CloseReason::Violation(Violation::UnexpectedHello)),
+                // A message type added to the schema after these rules were written: it decoded,
+                // so it is valid protocol, but the connection knows no rule for it. It goes to the
+                // application untouched rather than closing the connection on a valid frame.
+                #[allow(unreachable_patterns)]
+                other => self.events.push_back(ServerEvent::Other(other)),
+            },
+            State::AwaitingHello => match message {
+                ClientMessage::Hello(hello) => self.answer_hello(hello.version.get()),
+                _ => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
+            },
+            State::Closing | State::Closed => {}
+        }
+    }
+
+    /// Answers the client's `hello` offering `version`: `hello`, or `hello_error` and closing.
+    fn answer_hello(&mut self, version: i64) {
+        if is_supported_protocol_version(version) {
+            let reply = ServerMessage::from(ServerHello::new(self.server_id.clone()));
+            match self.queue(&reply) {
+                Ok(()) => {
+                    self.state = State::Open;
+                    self.events.push_back(ServerEvent::Ready);
                 }
+                Err(error) => self.begin_close(error.into_close_reason()),
             }
-            // A message type added to the schema after these rules were written: it decoded, so
-            // it is valid protocol, but the connection knows no rule for it. It goes to the
-            // application untouched rather than closing the connection on a valid frame.
-            #[allow(unreachable_patterns)]
-            (State::Open, other) => self.events.push_back(ServerEvent::Other(other)),
-            (State::Closing | State::Closed, _) => {}
+        } else {
+            let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
+            match self.queue(&reply) {
+                Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
+                Err(error) => self.begin_close(error.into_close_reason()),
+            }
         }
     }
 
     /// Fences `request` or admits it (docs/PROTOCOL.md section 8, fencing; checks in the documented order).
     fn admit(&mut self, request: Request) {
-        let fence = if self.in_flight.contains_key(&request.id) {
-            Some(FenceReason::DuplicateId)
-        } else {
-            match &request.target {
-                RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
-                RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
-                RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => Some(FenceReason::StaleRoute),
-                // A target shape the schema gains later has no fence here: only the in-flight
-                // limit applies, and the application sees the target as decoded.
-                _ if self.in_flight.len() >= self.options.max_in_flight => Some(FenceReason::TooManyRequests),
-                _ => None,
+        // One lookup of the id serves the duplicate check and the insertion.
+        let full = self.in_flight.len() >= self.options.max_in_flight;
+        let fence = match self.in_flight.entry(request.id.clone()) {
+            Entry::Occupied(_) => Some(FenceReason::DuplicateId),
+            Entry::Vacant(slot) => {
+                let fence = match &request.target {
+                    RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                    RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                    RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => {
+                        Some(FenceReason::StaleRoute)
+                    }
+                    // A target shape the schema gains later has no fence here: only the in-flight
+                    // limit applies, and the application sees the target as decoded.
+                    _ if full => Some(FenceReason::TooManyRequests),
+                    _ => None,
+                };
+                if fence.is_none() {
+                    slot.insert(InFlight { target: request.target.clone(), cancelled: false });
+                }
+                fence
             }
         };
         let Some(reason) = fence else {
-            self.in_flight.insert(request.id.clone(), InFlight { target: request.target.clone(), cancelled: false });
             self.events.push_back(ServerEvent::Request(request));
             return;
         };
@@ -361,17 +375,21 @@ impl ServerConnection {
         id: &RequestId,
         result: Result<Option<Payload>, ErrorBody>,
     ) -> Result<(), ConnectionError> {
-        if !self.in_flight.contains_key(id) {
+        // One lookup: the request leaves the table at once, and comes back if its answer cannot
+        // be encoded.
+        let Some(in_flight) = self.in_flight.remove(id) else {
             return Err(ConnectionError::NotInFlight(id.clone()));
-        }
+        };
         if self.state == State::Open {
             let response = match result {
                 Ok(result) => Response::success(id.clone(), result),
                 Err(error) => Response::failure(id.clone(), error),
             };
-            self.queue_for_application(&ServerMessage::Response(response))?;
+            if let Err(error) = self.queue_for_application(&ServerMessage::Response(response)) {
+                self.in_flight.insert(id.clone(), in_flight);
+                return Err(error);
+            }
         }
-        self.in_flight.remove(id);
         self.finish_if_settled();
         Ok(())
     }

@@ -342,8 +342,10 @@ fn bench_run(harness: &Harness, settings: &Settings, server: Server, connections
                 std::thread::sleep(Duration::from_secs_f64(settings.idle / 2.0));
                 idle_sample = Some(harness.sample(&process)?);
             }
-            Some("measure-start") => start = Some((harness.sample(&process)?, Instant::now())),
-            Some("measure-end") => end = Some((harness.sample(&process)?, Instant::now())),
+            Some("measure-start") => {
+                start = Some((harness.sample(&process)?, harness.sample(&generator)?, Instant::now()));
+            }
+            Some("measure-end") => end = Some((harness.sample(&process)?, harness.sample(&generator)?, Instant::now())),
             Some(_) => {}
             None => break line["result"].clone(),
         }
@@ -354,11 +356,14 @@ fn bench_run(harness: &Harness, settings: &Settings, server: Server, connections
     if !process.alive() {
         return Err(format!("the {} server died", server.name()));
     }
-    let (Some(idle_sample), Some((start, t0)), Some((end, t1))) = (idle_sample, start, end) else {
+    let (Some(idle_sample), Some((start, generator_start, t0)), Some((end, generator_end, t1))) =
+        (idle_sample, start, end)
+    else {
         return Err("the generator skipped a phase".to_owned());
     };
     let responses = result["responses"].as_f64().unwrap_or(0.0);
     let cpu = end.cpu_seconds - start.cpu_seconds;
+    let generator_cpu = generator_end.cpu_seconds - generator_start.cpu_seconds;
     let per_connection = |sample: Sample| (sample.rss_bytes as f64 - base.rss_bytes as f64) / connections as f64;
     Ok(json!({
         "server": server.name(),
@@ -369,6 +374,7 @@ fn bench_run(harness: &Harness, settings: &Settings, server: Server, connections
         "server_cpu_us_per_message": if responses > 0.0 { cpu * 1e6 / responses } else { f64::NAN },
         "server_cpu_share": cpu / (t1 - t0).as_secs_f64(),
         "server_capacity_per_cpu_second": if cpu > 0.0 { responses / cpu } else { f64::NAN },
+        "generator_cpu_share": generator_cpu / (t1 - t0).as_secs_f64(),
         "rss_base_bytes": base.rss_bytes,
         "idle_bytes_per_connection": per_connection(idle_sample),
         "busy_bytes_per_connection": per_connection(end),
@@ -524,7 +530,7 @@ fn print_bench(figures: &Value) {
     let f = |key: &str| figures[key].as_f64().unwrap_or(f64::NAN);
     println!(
         "bench {:>9} {:>5} conns: {:>9.0} msg/s  p50 {:>8.0} us  p99 {:>8.0} us  server {:>5.2} us/msg ({:>3.0}% of a core)  \
-         idle {:>6.0} B/conn  busy {:>6.0} B/conn  errors {}",
+         generator {:>3.0}%  idle {:>6.0} B/conn  busy {:>6.0} B/conn  errors {}",
         figures["server"].as_str().unwrap_or_default(),
         figures["connections"],
         f("messages_per_second"),
@@ -532,6 +538,7 @@ fn print_bench(figures: &Value) {
         figures["latency_us"]["p99"].as_f64().unwrap_or(f64::NAN),
         f("server_cpu_us_per_message"),
         f("server_cpu_share") * 100.0,
+        f("generator_cpu_share") * 100.0,
         f("idle_bytes_per_connection"),
         f("busy_bytes_per_connection"),
         figures["error_count"],
