@@ -10,8 +10,12 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use pi_protocol::{ClientHello, ClientMessage, Payload, Request, RequestId, Response, ServerMessage};
+use pi_protocol::{
+    decode_message, encode_client_message, CborLimits, ClientHello, ClientMessage, Payload, Request, RequestId,
+    Response, ServerMessage,
+};
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::LocalSet;
 
 use crate::ledger::Ledger;
@@ -146,28 +150,91 @@ async fn handshake(address: &str, index: usize) -> Result<Wire, String> {
 }
 
 /// What a client's request was, to check its answer.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Catalogue,
     Echo,
 }
 
+/// Digits of a request id: every id of the bench has this many, so that frames differ only there.
+const ID_DIGITS: usize = 10;
+
+/// `seq` as the fixed-width id `0000000042`.
+fn id_digits(seq: u64) -> [u8; ID_DIGITS] {
+    let mut digits = [b'0'; ID_DIGITS];
+    let mut n = seq;
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    digits
+}
+
+/// Where the id's digits are in `frame` (they appear once).
+fn id_offset(frame: &[u8], digits: &[u8; ID_DIGITS]) -> Option<usize> {
+    let mut found = frame.windows(ID_DIGITS).enumerate().filter(|(_, w)| w == digits).map(|(i, _)| i);
+    let offset = found.next()?;
+    found.next().is_none().then_some(offset)
+}
+
+/// A frame whose only varying part is a request id: the bytes, and where the id is.
+struct Template {
+    frame: Vec<u8>,
+    id_at: usize,
+}
+
+impl Template {
+    /// Learns the template from `frame`, which carries the id of `seq`.
+    fn learn(frame: &[u8], seq: u64) -> Option<Template> {
+        let id_at = id_offset(frame, &id_digits(seq))?;
+        Some(Template { frame: frame.to_vec(), id_at })
+    }
+
+    /// Appends the frame with the id of `seq`.
+    fn write(&self, seq: u64, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.frame);
+        out[start + self.id_at..start + self.id_at + ID_DIGITS].copy_from_slice(&id_digits(seq));
+    }
+
+    /// Whether `frame` is this template with the id of `seq`.
+    fn matches(&self, frame: &[u8], seq: u64) -> bool {
+        let end = self.id_at + ID_DIGITS;
+        frame.len() == self.frame.len()
+            && frame[..self.id_at] == self.frame[..self.id_at]
+            && frame[self.id_at..end] == id_digits(seq)
+            && frame[end..] == self.frame[end..]
+    }
+}
+
 /// Keeps `in_flight` requests in flight until the measurement ends, then drains.
 ///
-/// Cheap per message, so that one core can keep a server busy: the requests of a batch share
-/// one send time and the answers of a read one receive time; the requests in flight are a
-/// queue in sending order, which the server answers in.
-async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>) {
+/// Cheap per message, so that one core can keep a server busy. The requests are prepared
+/// frames in which only the id changes (`Template`); each answer is checked the first time in
+/// full (decoded, its result compared with what the call asks for), and from then on as bytes:
+/// the same frame with the id of the oldest request in flight, which the server answers first.
+/// An answer that differs is decoded and checked in full again. The requests of a batch share
+/// one send time and the answers of a read one receive time.
+async fn drive(wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>) {
+    let Wire { mut stream, .. } = wire;
     let ledger = Ledger::new(token);
     let target = ledger.server_target();
-    let catalogue = Payload::from_value(&json!({"serviceId": "$chord.service", "member": "catalogue", "args": []}))
-        .expect("a valid call");
-    let echo =
-        Payload::from_value(&json!({"serviceId": "session", "member": "echo", "args": [token]})).expect("a valid call");
+    let call = |value: Value| Payload::from_value(&value).expect("a valid call");
+    let calls = [
+        call(json!({"serviceId": "$chord.service", "member": "catalogue", "args": []})),
+        call(json!({"serviceId": "session", "member": "echo", "args": [token]})),
+    ];
+    let requests = calls.map(|call| {
+        let id = RequestId::new(String::from_utf8(id_digits(0).to_vec()).expect("digits")).expect("an id");
+        let frame = encode_client_message(&ClientMessage::Request(Request::new(id, target.clone(), call)))
+            .expect("a valid request");
+        Template::learn(&frame, 0).expect("the id appears once in the request")
+    });
     let echo_answer = json!({"echo": [token]});
-    // The bytes of an answer already checked: the same bytes again need no second look.
-    let mut checked: [Option<Vec<u8>>; 2] = [None, None];
+    let mut answers: [Option<Template>; 2] = [None, None];
     let mut pending: VecDeque<(u64, Instant, Kind)> = VecDeque::with_capacity(in_flight);
+    let mut out = Vec::with_capacity(in_flight * requests[0].frame.len().max(requests[1].frame.len()));
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut seq = 0u64;
     loop {
         if shared.phase.get() != Phase::Drain && pending.len() < in_flight {
@@ -175,61 +242,72 @@ async fn drive(mut wire: Wire, token: u64, in_flight: usize, shared: Rc<Shared>)
             while pending.len() < in_flight {
                 seq += 1;
                 let kind = if seq % 2 == 0 { Kind::Echo } else { Kind::Catalogue };
-                let call = match kind {
-                    Kind::Catalogue => catalogue.clone(),
-                    Kind::Echo => echo.clone(),
-                };
-                let id = RequestId::new(seq.to_string()).expect("digits");
-                wire.queue(&ClientMessage::Request(Request::new(id, target.clone(), call)));
+                requests[kind as usize].write(seq, &mut out);
                 pending.push_back((seq, now, kind));
             }
         }
         if pending.is_empty() {
             break;
         }
-        if let Err(e) = wire.flush().await {
-            shared.fail(format!("client {token}: write: {e}"));
-            return;
-        }
-        let mut received = None;
-        let read = wire
-            .read(|message| {
-                let (id, result) = match message {
-                    ServerMessage::Response(Response::Success(success)) => (success.id, success.result),
-                    other => return shared.fail(format!("client {token}: unexpected {}", other.to_json())),
-                };
-                let position = id.as_str().parse().ok().and_then(|seq: u64| pending.iter().position(|p| p.0 == seq));
-                let Some((_, sent, kind)) = position.and_then(|position| pending.remove(position)) else {
-                    return shared.fail(format!("client {token}: a response to {id}, never asked for or answered"));
-                };
-                let received = *received.get_or_insert_with(Instant::now);
-                if shared.phase.get() == Phase::Measure {
-                    shared.responses.set(shared.responses.get() + 1);
-                    shared.latencies.borrow_mut().record(received - sent);
-                }
-                let slot = &mut checked[kind as usize];
-                let bytes = result.as_ref().map(Payload::as_cbor).unwrap_or_default();
-                if slot.as_deref() == Some(bytes) {
-                    return;
-                }
-                let value = result.as_ref().map(Payload::to_value).unwrap_or(Value::Null);
-                let good = match kind {
-                    Kind::Catalogue => value.as_array().is_some_and(|services| services.len() == 2),
-                    Kind::Echo => value == echo_answer,
-                };
-                if good {
-                    *slot = Some(bytes.to_vec());
-                } else {
-                    shared.fail(format!("client {token}: request {id} answered {value}"));
-                }
-            })
-            .await;
-        match read {
-            Ok(true) => {}
-            Ok(false) => {
-                return shared.fail(format!("client {token}: the server closed with {} pending", pending.len()))
+        if !out.is_empty() {
+            if let Err(e) = stream.write_all(&out).await {
+                return shared.fail(format!("client {token}: write: {e}"));
             }
-            Err(message) => return shared.fail(format!("client {token}: {message}")),
+            out.clear();
         }
+        match stream.read_buf(&mut buf).await {
+            Ok(0) => return shared.fail(format!("client {token}: the server closed with {} pending", pending.len())),
+            Ok(_) => {}
+            Err(e) => return shared.fail(format!("client {token}: read: {e}")),
+        }
+        let received = Instant::now();
+        let mut consumed = 0;
+        while let Some(frame) = whole_frame(&buf[consumed..]) {
+            consumed += frame.len();
+            let Some((seq, sent, kind)) = pending.pop_front() else {
+                return shared.fail(format!("client {token}: an answer nobody waits for"));
+            };
+            let checked = answers[kind as usize].as_ref().is_some_and(|template| template.matches(frame, seq));
+            if !checked {
+                match check_answer(frame, seq, kind, &echo_answer) {
+                    Ok(()) => answers[kind as usize] = Template::learn(frame, seq),
+                    Err(message) => return shared.fail(format!("client {token}: request {seq}: {message}")),
+                }
+            }
+            if shared.phase.get() == Phase::Measure {
+                shared.responses.set(shared.responses.get() + 1);
+                shared.latencies.borrow_mut().record(received - sent);
+            }
+        }
+        buf.drain(..consumed);
+    }
+}
+
+/// The whole frame at the front of `bytes`, if it is all there.
+fn whole_frame(bytes: &[u8]) -> Option<&[u8]> {
+    let header: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+    bytes.get(..4 + u32::from_be_bytes(header) as usize)
+}
+
+/// Decodes `frame` and checks that it answers request `seq` of `kind` as the call asks.
+fn check_answer(frame: &[u8], seq: u64, kind: Kind, echo_answer: &Value) -> Result<(), String> {
+    let message: ServerMessage =
+        decode_message(&frame[4..], CborLimits::default()).map_err(|e| format!("a bad frame: {e}"))?;
+    let ServerMessage::Response(Response::Success(success)) = message else {
+        return Err(format!("expected its answer, got {}", message.to_json()));
+    };
+    let expected_id = String::from_utf8(id_digits(seq).to_vec()).expect("digits");
+    if success.id.as_str() != expected_id {
+        return Err(format!("the answer to {} came first", success.id));
+    }
+    let value = success.result.as_ref().map(Payload::to_value).unwrap_or(Value::Null);
+    let good = match kind {
+        Kind::Catalogue => value.as_array().is_some_and(|services| services.len() == 2),
+        Kind::Echo => value == *echo_answer,
+    };
+    if good {
+        Ok(())
+    } else {
+        Err(format!("answered {value}"))
     }
 }

@@ -21,7 +21,8 @@
 //! `--short` (CI): debug builds, the example server only, 256 connections for 2 seconds, then
 //! the faults run for 12 seconds. Figures are reported, never judged: only correctness fails
 //! the run (errors of the clients, of the server's log, a server that dies or stops
-//! answering). The full run writes `<target>/load/results.json`.
+//! answering, or whose memory grows past a bound no bounded buffering reaches). The full run
+//! writes `<target>/load/results.json`.
 
 mod process;
 mod server_log;
@@ -48,6 +49,12 @@ const IN_FLIGHT: usize = 16;
 
 /// Connections of the faults run.
 const FAULT_CONNECTIONS: usize = 1000;
+
+/// The most resident memory the example server may gain per connection of the faults run, at
+/// its peak: a connection holds at most `DriverOptions::pause_reading_at` (64 KiB) of answers
+/// waiting for a slow reader, and far less in every other case, so this is not a figure but a
+/// bound that holds unless something buffers without limit.
+const MEMORY_BOUND: usize = 64 * 1024;
 
 struct Settings {
     short: bool,
@@ -212,6 +219,12 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     for &server in fault_servers {
         let verdict = faults_run(&harness, &settings, server)?;
         print_faults(&verdict);
+        let per_connection = verdict["peak_bytes_per_connection"].as_f64().unwrap_or(f64::NAN);
+        if server == Server::Driver && !(per_connection <= MEMORY_BOUND as f64) {
+            failures.push(format!(
+                "faults against the example server: {per_connection:.0} bytes per connection at the peak, over {MEMORY_BOUND}"
+            ));
+        }
         for (what, errors) in
             [("clients", &verdict["clients"]), ("server log", &verdict["server_log"]), ("after", &verdict["after"])]
         {
