@@ -243,6 +243,7 @@ pub fn run(args: &[&str]) -> Result<(), String> {
 
     let ratios = ratios(&bench);
     print_ratios(&ratios);
+    print_table(&bench, &ratios);
     if !settings.short {
         let results = json!({"bench": bench, "faults": faults, "ratios": ratios, "pinned": harness.pinning.enabled});
         let dir = target.join("load");
@@ -401,10 +402,15 @@ fn bench_run(harness: &Harness, settings: &Settings, server: Server, connections
         "server_cpu_share": cpu / (t1 - t0).as_secs_f64(),
         "server_capacity_per_cpu_second": if cpu > 0.0 { responses / cpu } else { f64::NAN },
         "generator_cpu_share": generator_cpu / (t1 - t0).as_secs_f64(),
+        // Runnable but not running, over the window: the share of the time a process waited
+        // for its core, which other work on the machine took.
+        "server_wait_share": (end.wait_seconds - start.wait_seconds) / (t1 - t0).as_secs_f64(),
+        "generator_wait_share": (generator_end.wait_seconds - generator_start.wait_seconds) / (t1 - t0).as_secs_f64(),
         "rss_base_bytes": base.rss_bytes,
         "idle_bytes_per_connection": per_connection(idle_sample),
         "busy_bytes_per_connection": per_connection(end),
         "connected": result["connected"],
+        "load_average": load_average(),
         "error_count": result["error_count"],
         "errors": result["errors"],
     }))
@@ -555,8 +561,8 @@ fn ratios(bench: &[Value]) -> Value {
 fn print_bench(figures: &Value) {
     let f = |key: &str| figures[key].as_f64().unwrap_or(f64::NAN);
     println!(
-        "bench {:>9} {:>5} conns: {:>9.0} msg/s  p50 {:>8.0} us  p99 {:>8.0} us  server {:>5.2} us/msg ({:>3.0}% of a core)  \
-         generator {:>3.0}%  idle {:>6.0} B/conn  busy {:>6.0} B/conn  errors {}",
+        "bench {:>9} {:>5} conns: {:>9.0} msg/s  p50 {:>8.0} us  p99 {:>8.0} us  server {:>5.2} us/msg ({:>3.0}% of a core, waited {:>3.0}%)  \
+         generator {:>3.0}% (waited {:>3.0}%)  idle {:>6.0} B/conn  busy {:>6.0} B/conn  errors {}",
         figures["server"].as_str().unwrap_or_default(),
         figures["connections"],
         f("messages_per_second"),
@@ -564,7 +570,9 @@ fn print_bench(figures: &Value) {
         figures["latency_us"]["p99"].as_f64().unwrap_or(f64::NAN),
         f("server_cpu_us_per_message"),
         f("server_cpu_share") * 100.0,
+        f("server_wait_share") * 100.0,
         f("generator_cpu_share") * 100.0,
+        f("generator_wait_share") * 100.0,
         f("idle_bytes_per_connection"),
         f("busy_bytes_per_connection"),
         figures["error_count"],
@@ -599,5 +607,54 @@ fn print_faults(verdict: &Value) {
 fn print_ratios(ratios: &Value) {
     for entry in ratios.as_array().into_iter().flatten() {
         println!("ratios at {} connections: {}", entry["connections"], entry);
+    }
+}
+
+/// The machine's load average over the last minute (`/proc/loadavg`), `NaN` where unknown.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+/// The bench figures as a Markdown table (the one in docs/PERFORMANCE.md), one row per server
+/// and number of connections, the ratios on the driver's rows.
+fn print_table(bench: &[Value], ratios: &Value) {
+    println!(
+        "\n| connections | server | messages/s | p50 latency | p99 latency | server CPU/message | server busy / waiting for its core | idle bytes/conn | busy bytes/conn | driver/bare CPU | driver/reference messages/s | driver/reference messages per CPU second | load average |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let ratio = |connections: &Value, key: &str| {
+        ratios
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|entry| entry["connections"] == *connections)
+            .and_then(|entry| entry[key].as_f64())
+            .map_or_else(String::new, |r| format!("{r:.2}x"))
+    };
+    for figures in bench {
+        let f = |key: &str| figures[key].as_f64().unwrap_or(f64::NAN);
+        let latency = |key: &str| figures["latency_us"][key].as_f64().unwrap_or(f64::NAN) / 1000.0;
+        let connections = &figures["connections"];
+        let driver = figures["server"] == "driver";
+        let on_driver = |key: &str| if driver { ratio(connections, key) } else { String::new() };
+        println!(
+            "| {connections} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} us | {:.0}% / {:.0}% | {:.0} | {:.0} | {} | {} | {} | {:.1} |",
+            figures["server"].as_str().unwrap_or_default(),
+            f("messages_per_second"),
+            latency("p50"),
+            latency("p99"),
+            f("server_cpu_us_per_message"),
+            f("server_cpu_share") * 100.0,
+            f("server_wait_share") * 100.0,
+            f("idle_bytes_per_connection"),
+            f("busy_bytes_per_connection"),
+            on_driver("cpu_per_message_driver_over_bare"),
+            on_driver("messages_per_second_driver_over_reference"),
+            on_driver("capacity_driver_over_reference"),
+            f("load_average"),
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The processes of a load run: starting them (pinned to a core with `taskset` when there are
 //! two), reading their stdout line by line on a thread of its own, and sampling a process's CPU
-//! time and resident memory from `/proc`.
+//! time, run-queue wait and resident memory from `/proc`.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -95,10 +95,13 @@ impl Drop for Running {
     }
 }
 
-/// CPU time (user + system) and resident memory of a process at one moment.
+/// CPU time (user + system), run-queue wait and resident memory of a process at one moment.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
     pub cpu_seconds: f64,
+    /// Time its threads spent runnable but waiting for a core, summed over the threads alive
+    /// now (`/proc/<pid>/task/*/schedstat`, second field); `NaN` where the kernel keeps none.
+    pub wait_seconds: f64,
     pub rss_bytes: u64,
 }
 
@@ -123,5 +126,23 @@ pub fn sample(pid: u32, ticks_per_second: f64) -> Option<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let rss_kib: u64 =
         status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(Sample { cpu_seconds: (utime + stime) / ticks_per_second, rss_bytes: rss_kib * 1024 })
+    Some(Sample {
+        cpu_seconds: (utime + stime) / ticks_per_second,
+        wait_seconds: wait_seconds(pid),
+        rss_bytes: rss_kib * 1024,
+    })
+}
+
+/// The run-queue wait of process `pid`'s threads, in seconds.
+fn wait_seconds(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return f64::NAN };
+    let mut nanoseconds = 0u64;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
+        match text.split_whitespace().nth(1).and_then(|n| n.parse::<u64>().ok()) {
+            Some(n) => nanoseconds += n,
+            None => return f64::NAN,
+        }
+    }
+    nanoseconds as f64 / 1e9
 }
