@@ -116,7 +116,8 @@ pub fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// Samples process `pid`; `None` once it is gone.
+/// Samples process `pid` (an exited one that is not reaped yet has no resident memory); `None`
+/// once it is gone.
 pub fn sample(pid: u32, ticks_per_second: f64) -> Option<Sample> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces.
@@ -124,8 +125,12 @@ pub fn sample(pid: u32, ticks_per_second: f64) -> Option<Sample> {
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kib: u64 =
-        status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    let rss_kib: u64 = match status.lines().find_map(|l| l.strip_prefix("VmRSS:")) {
+        Some(rss) => rss.trim().trim_end_matches("kB").trim().parse().ok()?,
+        // A process that exited and is not reaped yet holds no memory; its CPU time stays.
+        None if fields.first() == Some(&"Z") => 0,
+        None => return None,
+    };
     Some(Sample {
         cpu_seconds: (utime + stime) / ticks_per_second,
         wait_seconds: wait_seconds(pid),
@@ -145,4 +150,33 @@ fn wait_seconds(pid: u32) -> f64 {
         }
     }
     nanoseconds as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generator that exits right after its last mark is a zombie when the harness samples
+    /// it: `/proc/<pid>/status` then has no `VmRSS`, but its CPU time is still there.
+    #[test]
+    fn a_process_that_exited_unreaped_still_samples() {
+        let mut child =
+            Command::new("sh").args(["-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]).spawn().unwrap();
+        let pid = child.id();
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .trim_start()
+            .starts_with('Z')
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sample = sample(pid, clock_ticks());
+        child.wait().unwrap();
+        let sample = sample.expect("a zombie's CPU time");
+        assert_eq!(sample.rss_bytes, 0);
+        assert!(sample.cpu_seconds > 0.0, "the loop ran on the CPU: {sample:?}");
+    }
 }
