@@ -85,61 +85,44 @@ pub trait Endpoint: sealed::Ops {}
 impl Endpoint for ServerConnection {}
 impl Endpoint for ClientConnection {}
 
-impl sealed::Ops for ServerConnection {
-    type Event = ServerEvent;
-    fn next_event(&mut self) -> Option<ServerEvent> {
-        self.poll_event()
-    }
-    fn receive_chunk(&mut self, chunk: &Bytes) {
-        self.receive_shared(chunk);
-    }
-    fn transmit(&self) -> &[u8] {
-        self.pending_transmit()
-    }
-    fn transmitted(&mut self, written: usize) {
-        self.advance_transmit(written);
-    }
-    fn transmit_len(&self) -> usize {
-        self.pending_transmit_len()
-    }
-    fn transport_ended(&mut self) {
-        self.disconnect();
-    }
-    fn takes_bytes(&self) -> bool {
-        self.reading()
-    }
-    fn is_done(&self) -> bool {
-        self.is_closed()
-    }
+/// `sealed::Ops` for a connection type: both have the same inherent methods under the same
+/// names; they differ in what the end of the transport does (`$ended`) and in whether they
+/// still take bytes (`$takes_bytes`).
+macro_rules! ops {
+    ($connection:ty, $event:ty, ended: $ended:ident, takes_bytes: |$this:ident| $takes_bytes:expr) => {
+        impl sealed::Ops for $connection {
+            type Event = $event;
+            fn next_event(&mut self) -> Option<$event> {
+                self.poll_event()
+            }
+            fn receive_chunk(&mut self, chunk: &Bytes) {
+                self.receive_shared(chunk);
+            }
+            fn transmit(&self) -> &[u8] {
+                self.pending_transmit()
+            }
+            fn transmitted(&mut self, written: usize) {
+                self.advance_transmit(written);
+            }
+            fn transmit_len(&self) -> usize {
+                self.pending_transmit_len()
+            }
+            fn transport_ended(&mut self) {
+                self.$ended();
+            }
+            fn takes_bytes(&self) -> bool {
+                let $this = self;
+                $takes_bytes
+            }
+            fn is_done(&self) -> bool {
+                self.is_closed()
+            }
+        }
+    };
 }
 
-impl sealed::Ops for ClientConnection {
-    type Event = ClientEvent;
-    fn next_event(&mut self) -> Option<ClientEvent> {
-        self.poll_event()
-    }
-    fn receive_chunk(&mut self, chunk: &Bytes) {
-        self.receive_shared(chunk);
-    }
-    fn transmit(&self) -> &[u8] {
-        self.pending_transmit()
-    }
-    fn transmitted(&mut self, written: usize) {
-        self.advance_transmit(written);
-    }
-    fn transmit_len(&self) -> usize {
-        self.pending_transmit_len()
-    }
-    fn transport_ended(&mut self) {
-        self.close();
-    }
-    fn takes_bytes(&self) -> bool {
-        !self.is_closed()
-    }
-    fn is_done(&self) -> bool {
-        self.is_closed()
-    }
-}
+ops!(ServerConnection, ServerEvent, ended: disconnect, takes_bytes: |connection| connection.reading());
+ops!(ClientConnection, ClientEvent, ended: close, takes_bytes: |connection| !connection.is_closed());
 
 /// Runs one sans-IO connection over a byte stream `IO` (a `TcpStream`, a `UnixStream`, one end
 /// of `tokio::io::duplex`, a TLS stream...): it reads the stream into the connection, writes what
