@@ -159,6 +159,16 @@ impl Client {
         seq
     }
 
+    /// Queues `session echo` to the server target with `[token, n, extra...]`, whose answer
+    /// must give the arguments back.
+    fn echo(&mut self, n: u64, extra: &[&str]) {
+        let mut args = vec![json!(self.ledger.token), json!(n)];
+        args.extend(extra.iter().map(|text| json!(text)));
+        let args = Value::Array(args);
+        let server = self.ledger.server_target();
+        self.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+    }
+
     /// Reads until `done` holds; an error when the stream ends first or after the deadline.
     async fn read_until(&mut self, done: impl Fn(&Ledger) -> bool) -> Result<(), String> {
         self.wire.flush().await.map_err(|e| format!("write: {e}"))?;
@@ -497,9 +507,7 @@ async fn slow_writer(mut client: Client, rng: &mut Rng) {
     let result = async {
         client.wire.queue(&ClientMessage::Hello(ClientHello::new(8u32)));
         for n in 0..3 {
-            let args = json!([client.ledger.token, n, "slow"]);
-            let server = client.ledger.server_target();
-            client.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+            client.echo(n, &["slow"]);
         }
         let bytes = client.wire.take_queued();
         for byte in bytes {
@@ -519,9 +527,7 @@ async fn slow_reader(mut client: Client) {
         client.handshake().await?;
         let padding = "x".repeat(1024);
         for n in 0..200 {
-            let args = json!([client.ledger.token, n, padding]);
-            let server = client.ledger.server_target();
-            client.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+            client.echo(n, &[&padding]);
         }
         let requests = client.wire.take_queued();
         let Client { wire, ledger, .. } = &mut client;
@@ -558,9 +564,7 @@ async fn stalled(mut client: Client, rng: &mut Rng) {
         client.handshake().await?;
         let padding = "y".repeat(512);
         for n in 0..rng.range(50, 400) {
-            let args = json!([client.ledger.token, n, padding]);
-            let server = client.ledger.server_target();
-            client.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+            client.echo(n, &[&padding]);
         }
         // The server stops reading once its answers pile up: the write may never finish.
         let _ = tokio::time::timeout(Duration::from_millis(rng.range(200, 1500)), client.wire.flush()).await;
@@ -589,9 +593,7 @@ async fn garbage(mut client: Client, rng: &mut Rng) {
     let result = async {
         client.handshake().await?;
         for n in 0..rng.range(0, 4) {
-            let args = json!([client.ledger.token, n]);
-            let server = client.ledger.server_target();
-            client.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+            client.echo(n, &[]);
         }
         client.wire.flush().await.map_err(|e| format!("write: {e}"))?;
         client.wire.stream.write_all(&[0, 0, 0, 2, 0xff, 0xff]).await.map_err(|e| format!("write: {e}"))?;
@@ -614,9 +616,7 @@ async fn run_canary(totals: Rc<Totals>, address: String, canary: usize) {
         while Instant::now() < totals.deadline {
             while client.ledger.outstanding.len() < 2 {
                 n += 1;
-                let args = json!([client.ledger.token, n]);
-                let server = client.ledger.server_target();
-                client.call(server, "session", "echo", args.clone(), Expect::Echo(args));
+                client.echo(n, &[]);
             }
             client.wire.flush().await.map_err(|e| format!("write: {e}"))?;
             let ledger = &mut client.ledger;
