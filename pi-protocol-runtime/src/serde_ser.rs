@@ -17,7 +17,10 @@
 //!   strings: `Encode`/`NonTextKey` for any other key;
 //! - a key written twice in one map keeps its first place and takes the last value, as
 //!   `serde_json::Map` with `preserve_order` does;
-//! - an error raised by `t`'s own `Serialize` implementation: `Encode`/`TypeRejected`.
+//! - an error raised by `t`'s own `Serialize` implementation: `Encode`/`TypeRejected`;
+//! - the first error raised inside `t` is `t`'s error even when a `Serialize` implementation
+//!   ignores it and goes on (part of the failed entry may be written by then;
+//!   `serde_json::to_value` would leave that entry out).
 //!
 //! ```
 //! use pi_protocol_runtime::Payload;
@@ -73,7 +76,12 @@ impl Payload {
         // Room for a typical call from the start, rather than growing through 8, 16, 32, ...
         // bytes (a payload of up to 46 bytes is then copied inline, its buffer freed).
         let mut builder = Builder::with_capacity(INITIAL_CAPACITY);
-        value.serialize(&mut builder)?;
+        let written = value.serialize(&mut builder);
+        // An error that `value` ignored left part of an entry written: the value fails.
+        if let Some(first) = builder.first_error.take() {
+            return Err(first);
+        }
+        written?;
         builder.finish()
     }
 }
@@ -84,6 +92,16 @@ impl ser::Error for ProtocolError {
     fn custom<T: Display>(_msg: T) -> Self {
         ProtocolError::new(ErrorKind::Encode, Rule::TypeRejected)
     }
+}
+
+/// Keeps `error` as the value's error unless one came before (see [`Compound::fail`]).
+#[cold]
+#[inline(never)]
+fn record_error(builder: &mut Builder, error: ProtocolError) -> ProtocolError {
+    if builder.first_error.is_none() {
+        builder.first_error = Some(error.clone());
+    }
+    error
 }
 
 fn byte_string() -> ProtocolError {
@@ -329,11 +347,21 @@ impl<'b> Compound<'b> {
         Ok(())
     }
 
+    /// Records `error`, raised while writing an entry, as the value's error even if the
+    /// value's `Serialize` goes on (part of the entry may be written): see
+    /// [`Payload::from_serialize`].
+    #[inline(always)]
+    fn fail(&mut self, error: ProtocolError) -> ProtocolError {
+        // The builder alone goes out of line: the compound's own state stays in registers.
+        record_error(self.builder, error)
+    }
+
     /// Writes an array element.
     #[inline]
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.check_depth()?;
-        value.serialize(&mut *self.builder)?;
+        if let Err(error) = self.check_depth().and_then(|()| value.serialize(&mut *self.builder)) {
+            return Err(self.fail(error));
+        }
         self.count += 1;
         Ok(())
     }
@@ -342,7 +370,7 @@ impl<'b> Compound<'b> {
     #[inline]
     fn key(&mut self, key: &str) -> Result<(), ProtocolError> {
         if self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         self.key_written = true;
         let content_at = self.head_at + self.head_len;
@@ -354,7 +382,7 @@ impl<'b> Compound<'b> {
     #[inline]
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
         if !self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         self.key_written = false;
         let repeats = std::mem::take(&mut self.repeats);
@@ -373,8 +401,9 @@ impl<'b> Compound<'b> {
     /// one).
     #[inline(always)]
     fn entry_value<T: Serialize + ?Sized>(&mut self, value: &T, repeats: bool) -> Result<(), ProtocolError> {
-        self.check_depth()?;
-        value.serialize(&mut *self.builder)?;
+        if let Err(error) = self.check_depth().and_then(|()| value.serialize(&mut *self.builder)) {
+            return Err(self.fail(error));
+        }
         if repeats {
             self.builder.merge_repeated();
         } else {
@@ -385,9 +414,9 @@ impl<'b> Compound<'b> {
 
     /// Completes the container (and the variant object around it).
     #[inline]
-    fn close(self) -> Result<(), ProtocolError> {
+    fn close(mut self) -> Result<(), ProtocolError> {
         if self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         if self.is_object {
             self.builder.keys.close(self.keys);
@@ -432,7 +461,7 @@ impl ser::SerializeMap for Compound<'_> {
     type Error = ProtocolError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), ProtocolError> {
-        key.serialize(KeySerializer(self))
+        key.serialize(KeySerializer(self)).map_err(|error| self.fail(error))
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {

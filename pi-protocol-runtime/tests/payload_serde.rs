@@ -562,3 +562,37 @@ fn a_serializer_repeating_a_key_gives_what_the_text_gives() {
         }
     }
 }
+
+/// A hand-written `Serialize` that ignores the error of one of its entries and goes on: an
+/// array `[1, [2, NaN], 3]` (`struct_like`: an object `{"a": NaN, "b": 1}`) without `?` on the
+/// failing entry.
+struct Swallowing {
+    struct_like: bool,
+}
+
+impl Serialize for Swallowing {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        if self.struct_like {
+            let mut object = serializer.serialize_struct("Swallowing", 2)?;
+            let _ = object.serialize_field("a", &f64::NAN);
+            object.serialize_field("b", &1)?;
+            return object.end();
+        }
+        let mut seq = serializer.serialize_seq(Some(3))?;
+        seq.serialize_element(&1)?;
+        let _ = seq.serialize_element(&(2, f64::NAN));
+        seq.serialize_element(&3)?;
+        seq.end()
+    }
+}
+
+#[test]
+fn an_error_the_value_ignores_still_fails_the_payload() {
+    // Half an entry was written when the error came: going on would give other values ([1, [2,
+    // 3]]) or bytes that are not one item ({"a": "b"} then 1).
+    for struct_like in [false, true] {
+        let error = Payload::from_serialize(&Swallowing { struct_like }).unwrap_err();
+        assert_eq!((error.kind(), error.rule()), (ErrorKind::Encode, Rule::UnencodableNumber), "{struct_like}");
+    }
+}

@@ -40,6 +40,9 @@ pub(crate) struct Builder {
     pub(crate) shape: ItemShape,
     /// A repeated key was merged: the shape is measured again at the end.
     pub(crate) merged: bool,
+    /// The first error raised inside a container written by the payload serializer
+    /// ([`crate::serde_ser`]), kept in case the value's `Serialize` ignores it and goes on.
+    pub(crate) first_error: Option<ProtocolError>,
     /// Objects are written in JavaScript property order (array-index keys first, ascending).
     javascript_order: bool,
     /// The item is complete.
