@@ -49,7 +49,7 @@ use std::fmt::Display;
 
 use serde::ser::{self, Impossible, Serialize};
 
-use crate::cbor::builder::{check_float, check_integer, Builder};
+use crate::cbor::builder::{check_float, check_integer, depth_limit, Builder};
 use crate::cbor::object::ObjectKeys;
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::payload::Payload;
@@ -338,11 +338,12 @@ impl<'b> Compound<'b> {
         Ok(inner)
     }
 
-    /// Refuses an entry deeper than 512 levels.
+    /// Refuses an entry deeper than 512 levels. `full` says it: each entry closes the
+    /// containers it opens (or the whole value fails), so the depth is the one of the open.
     #[inline(always)]
     fn check_depth(&self) -> Result<(), ProtocolError> {
         if self.full {
-            return self.builder.check_depth();
+            return Err(depth_limit());
         }
         Ok(())
     }
@@ -413,7 +414,7 @@ impl<'b> Compound<'b> {
     }
 
     /// Completes the container (and the variant object around it).
-    #[inline]
+    #[inline(always)]
     fn close(mut self) -> Result<(), ProtocolError> {
         if self.key_written {
             return Err(self.fail(non_text_key()));
@@ -474,13 +475,21 @@ impl ser::SerializeMap for Compound<'_> {
 }
 
 /// The struct-like compounds: each field is a key and its value.
+///
+/// `serialize_field` is inlined into the caller, a derived `Serialize`, with everything the
+/// compound does for a field: its key is then a constant there, and so is each step of the
+/// repeated-key filter ([`crate::cbor::object::KeyStack::insert`]) on constant keys from an
+/// object opened in the same function. The compiler evaluates the check of a struct's keys
+/// when it compiles the struct's `Serialize` (no instruction left at run time when their
+/// filter bits differ, as for most structs); keys that repeat, or that are not constants,
+/// are checked as they come, exactly as before.
 macro_rules! field_compounds {
     ($($trait:ident),*) => {$(
         impl ser::$trait for Compound<'_> {
             type Ok = ();
             type Error = ProtocolError;
 
-            #[inline]
+            #[inline(always)]
             fn serialize_field<T: Serialize + ?Sized>(
                 &mut self,
                 key: &'static str,

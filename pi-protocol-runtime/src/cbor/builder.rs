@@ -290,10 +290,7 @@ impl Builder {
     #[inline(always)]
     pub(crate) fn check_depth(&self) -> Result<(), ProtocolError> {
         if self.depth > MAX_CONFIGURABLE_DEPTH as usize {
-            return Err(ProtocolError::new(
-                ErrorKind::Encode,
-                Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) },
-            ));
+            return Err(depth_limit());
         }
         Ok(())
     }
@@ -341,6 +338,12 @@ pub(crate) fn check_integer(n: i128) -> Result<(), ProtocolError> {
         return Err(unencodable());
     }
     Ok(())
+}
+
+/// The error of a value nested deeper than 512 levels.
+#[cold]
+pub(crate) fn depth_limit() -> ProtocolError {
+    ProtocolError::new(ErrorKind::Encode, Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) })
 }
 
 #[cold]

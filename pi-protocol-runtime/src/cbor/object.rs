@@ -66,13 +66,19 @@ impl KeyStack {
             keys.seen |= bit;
             return maybe;
         }
-        self.insert_wide(keys, key, out, content_at, count)
+        // By value, not by reference: the caller's `keys` need not live in memory, so that the
+        // filter of a struct whose keys are constants folds away where it is inlined.
+        let first_wide = !keys.wide;
+        keys.wide = true;
+        self.insert_wide(first_wide, key, out, content_at, count)
     }
 
+    /// Past [`LINEAR_KEYS`] keys: `key` goes into the innermost set, which `first_wide` asks
+    /// to create from the keys written so far.
     #[cold]
-    fn insert_wide(&mut self, keys: &mut ObjectKeys, key: &[u8], out: &[u8], content_at: usize, count: usize) -> bool {
-        if !keys.wide {
-            keys.wide = true;
+    #[inline(never)]
+    fn insert_wide(&mut self, first_wide: bool, key: &[u8], out: &[u8], content_at: usize, count: usize) -> bool {
+        if first_wide {
             let mut set = HashSet::with_capacity(4 * LINEAR_KEYS);
             let mut reader = Reader::new(out.get(content_at..).unwrap_or_default(), CborLimits::widest());
             for _ in 0..count {
@@ -91,8 +97,14 @@ impl KeyStack {
     #[inline]
     pub(crate) fn close(&mut self, keys: ObjectKeys) {
         if keys.wide {
-            self.wide.pop();
+            self.drop_innermost();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_innermost(&mut self) {
+        self.wide.pop();
     }
 }
 
