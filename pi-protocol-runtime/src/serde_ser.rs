@@ -49,8 +49,8 @@ use std::fmt::Display;
 
 use serde::ser::{self, Impossible, Serialize};
 
-use crate::cbor::builder::{check_float, check_integer, depth_limit, Builder};
-use crate::cbor::object::ObjectKeys;
+use crate::cbor::builder::{check_float, check_integer, depth_limit, Builder, Offsets};
+use crate::cbor::object::{KeyOffsets, ObjectKeys, LINEAR_KEYS};
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::payload::Payload;
 
@@ -295,6 +295,8 @@ pub(crate) struct Compound<'b> {
     count: usize,
     /// An object's keys so far.
     keys: ObjectKeys,
+    /// Where an object's first keys start.
+    keys_at: KeyOffsets,
     /// For the data of a tuple or struct variant: the head of the one-entry object
     /// `{"Variant": data}` around it.
     variant_head: Option<(usize, usize)>,
@@ -319,6 +321,7 @@ impl<'b> Compound<'b> {
             announced: len.unwrap_or(usize::MAX),
             count: 0,
             keys,
+            keys_at: KeyOffsets::NONE,
             variant_head: None,
         })
     }
@@ -374,9 +377,22 @@ impl<'b> Compound<'b> {
             return Err(self.fail(non_text_key()));
         }
         self.key_written = true;
-        let content_at = self.head_at + self.head_len;
-        self.repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        self.repeats = self.object_key(key);
         Ok(())
+    }
+
+    /// Writes `key` as the next key of this object; `true` when it repeats an earlier one
+    /// (see [`Builder::object_key`]).
+    #[inline(always)]
+    fn object_key(&mut self, key: &str) -> bool {
+        let content_at = self.head_at + self.head_len;
+        let key_at = self.builder.out.as_bytes().len();
+        let offsets = Offsets::Recent(self.keys_at);
+        let repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count, offsets);
+        if !repeats && self.count < LINEAR_KEYS {
+            self.keys_at = self.keys_at.with(key_at);
+        }
+        repeats
     }
 
     /// Writes the value of the map key just written.
@@ -393,8 +409,7 @@ impl<'b> Compound<'b> {
     /// Writes an object entry.
     #[inline(always)]
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), ProtocolError> {
-        let content_at = self.head_at + self.head_len;
-        let repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        let repeats = self.object_key(key);
         self.entry_value(value, repeats)
     }
 
@@ -406,7 +421,8 @@ impl<'b> Compound<'b> {
             return Err(self.fail(error));
         }
         if repeats {
-            self.builder.merge_repeated();
+            let (old_end, grown) = self.builder.merge_repeated();
+            self.keys_at = self.keys_at.after_merge(old_end, grown);
         } else {
             self.count += 1;
         }

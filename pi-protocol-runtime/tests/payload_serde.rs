@@ -596,3 +596,44 @@ fn an_error_the_value_ignores_still_fails_the_payload() {
         assert_eq!((error.kind(), error.rule()), (ErrorKind::Encode, Rule::UnencodableNumber), "{struct_like}");
     }
 }
+
+/// `{"a": 1, "b": 2, "c": 3, "a": ["xy", "c"], "c": "x", "d": true}` as a struct whose
+/// `Serialize` repeats two of its (constant) keys, the second after the first one's value
+/// grew: where `"b"` and `"c"` were before, there are now the texts `"xy"` and `"c"` inside
+/// `"a"`'s new value.
+struct RepeatingStruct;
+
+impl Serialize for RepeatingStruct {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut object = serializer.serialize_struct("RepeatingStruct", 6)?;
+        object.serialize_field("a", &1)?;
+        object.serialize_field("b", &2)?;
+        object.serialize_field("c", &3)?;
+        object.serialize_field("a", &("xy", "c"))?;
+        object.serialize_field("c", "x")?;
+        object.serialize_field("d", &true)?;
+        object.end()
+    }
+}
+
+#[test]
+fn a_key_repeated_after_a_merged_value_is_found_where_the_merge_moved_it() {
+    let expected = r#"{"a":["xy","c"],"b":2,"c":"x","d":true}"#;
+    let from_struct = Payload::from_serialize(&RepeatingStruct).unwrap();
+    assert_eq!(serde_json::to_string(&from_struct).unwrap(), expected);
+    let entries = Entries(vec![
+        ("a".into(), json!(1)),
+        ("b".into(), json!(2)),
+        ("c".into(), json!(3)),
+        ("a".into(), json!(["xy", "c"])),
+        ("c".into(), json!("x")),
+        ("d".into(), json!(true)),
+    ]);
+    let from_map = Payload::from_serialize(&entries).unwrap();
+    let from_text = Payload::from_json_str(r#"{"a":1,"b":2,"c":3,"a":["xy","c"],"c":"x","d":true}"#).unwrap();
+    for payload in [&from_map, &from_text] {
+        assert_eq!(hex::encode(payload.as_cbor()), hex::encode(from_struct.as_cbor()));
+    }
+    assert_eq!((from_struct.depth(), from_struct.widest_container()), (2, 4));
+}
