@@ -295,7 +295,7 @@ pub(crate) struct Compound<'b> {
     count: usize,
     /// An object's keys so far.
     keys: ObjectKeys,
-    /// Where an object's first keys start.
+    /// Where an object's first keys start (see [`KeyOffsets`]).
     keys_at: KeyOffsets,
     /// For the data of a tuple or struct variant: the head of the one-entry object
     /// `{"Variant": data}` around it.
@@ -493,12 +493,15 @@ impl ser::SerializeMap for Compound<'_> {
 /// The struct-like compounds: each field is a key and its value.
 ///
 /// `serialize_field` is inlined into the caller, a derived `Serialize`, with everything the
-/// compound does for a field: its key is then a constant there, and so is each step of the
-/// repeated-key filter ([`crate::cbor::object::KeyStack::insert`]) on constant keys from an
-/// object opened in the same function. The compiler evaluates the check of a struct's keys
-/// when it compiles the struct's `Serialize` (no instruction left at run time when their
-/// filter bits differ, as for most structs); keys that repeat, or that are not constants,
-/// are checked as they come, exactly as before.
+/// compound does for a field (the compound's state stays in registers: nothing of it goes out
+/// of line by reference). Its key is then a constant there, and so is each step of the
+/// repeated-key filter ([`crate::cbor::object::KeyStack::insert`]) on the constant keys of an
+/// object opened in the same function: the compiler makes the check of a struct's keys when
+/// it compiles the struct's `Serialize`. When their filter bits differ, as for most structs,
+/// no instruction of the check is left at run time (the key offsets kept for a flagged key,
+/// [`KeyOffsets`], are not read, and go too); when two names share a bit, the second one is
+/// compared with the keys before it at run time. Keys that repeat, or that are not constants,
+/// are checked as they come.
 macro_rules! field_compounds {
     ($($trait:ident),*) => {$(
         impl ser::$trait for Compound<'_> {
