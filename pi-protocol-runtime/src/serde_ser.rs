@@ -532,12 +532,15 @@ field_compounds!(SerializeStruct, SerializeStructVariant);
 struct KeySerializer<'c, 'b>(&'c mut Compound<'b>);
 
 impl KeySerializer<'_, '_> {
-    /// A float key, written as `serde_json` writes it (shortest round-trip form).
-    fn float<F: ryu::Float>(self, v: F, finite: bool) -> Result<(), ProtocolError> {
+    /// A float key, written by `serde_json` itself: the key must be the text of
+    /// `serde_json::to_value`, and its float formatting is its own (`-9.938049e+33` where
+    /// `ryu` writes `-9.938049e33`; it changed between its versions).
+    fn float<F: Serialize>(self, v: F, finite: bool) -> Result<(), ProtocolError> {
         if !finite {
             return Err(non_text_key());
         }
-        self.0.key(ryu::Buffer::new().format_finite(v))
+        let text = serde_json::to_string(&v).map_err(|_| non_text_key())?;
+        self.0.key(&text)
     }
 }
 

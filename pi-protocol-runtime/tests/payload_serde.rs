@@ -637,3 +637,29 @@ fn a_key_repeated_after_a_merged_value_is_found_where_the_merge_moved_it() {
     }
     assert_eq!((from_struct.depth(), from_struct.widest_container()), (2, 4));
 }
+
+/// `{key: null}`.
+struct OneKey<K>(K);
+
+impl<K: Serialize> Serialize for OneKey<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(&self.0, &())?;
+        map.end()
+    }
+}
+
+#[test]
+fn float_keys_are_the_text_serde_json_makes_of_them() {
+    fn check<K: Serialize + std::fmt::Debug>(key: K) {
+        let ours = Payload::from_serialize(&OneKey(&key)).unwrap();
+        let theirs = Payload::from_value(&serde_json::to_value(OneKey(&key)).unwrap()).unwrap();
+        assert_eq!(ours, theirs, "{key:?}");
+    }
+    for key in [-9.938_049e33f32, 1.5, 2.0, -0.0, 1e-7, f32::MAX] {
+        check(key);
+    }
+    for key in [1e21f64, -1e-300, 2.0, 0.1, f64::MAX, 5e-324] {
+        check(key);
+    }
+}
