@@ -261,11 +261,12 @@ impl<'b> ser::Serializer for &'b mut Builder {
         Compound::open(self, true, len)
     }
 
-    #[inline]
+    #[inline(always)]
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<Compound<'b>, ProtocolError> {
-        self.serialize_map(Some(len))
+        Compound::open(self, true, Some(len))
     }
 
+    #[inline(always)]
     fn serialize_struct_variant(
         self,
         _: &'static str,
@@ -304,7 +305,7 @@ pub(crate) struct Compound<'b> {
 
 impl<'b> Compound<'b> {
     /// Opens an array or object of `len` entries (`None`: not known yet).
-    #[inline]
+    #[inline(always)]
     fn open(builder: &'b mut Builder, is_object: bool, len: Option<usize>) -> Result<Self, ProtocolError> {
         // Without a length, a one-byte head for now, rewritten when the container closes.
         let (head_at, head_len) = builder.open_container(is_object, len.unwrap_or(0));
@@ -327,6 +328,7 @@ impl<'b> Compound<'b> {
     }
 
     /// Opens `{"variant": [...]}` or `{"variant": {...}}` and returns the inner container.
+    #[inline(always)]
     fn open_variant(
         builder: &'b mut Builder,
         variant: &'static str,
@@ -517,7 +519,7 @@ macro_rules! field_compounds {
                 self.field(key, value)
             }
 
-            #[inline]
+            #[inline(always)]
             fn end(self) -> Result<(), ProtocolError> {
                 self.close()
             }
