@@ -385,7 +385,7 @@ impl Context<'_> {
     }
 
     fn emit_field(&self, type_name: &str, field: &Field) -> TokenStream {
-        let docs = field.doc.as_deref().map(|d| doc_attrs(d, 4)).unwrap_or_default();
+        let docs = doc_attrs(&self.field_doc(field), 4);
         let extra: Vec<&syn::Attribute> = self
             .field_attributes
             .iter()
@@ -469,6 +469,28 @@ impl Context<'_> {
                 #(#variants)*
             }
         }
+    }
+
+    /// A field's doc: its `description`, else that of the type it holds, else its wire key, so
+    /// generated code passes `missing_docs` whatever the schema documents.
+    fn field_doc(&self, field: &Field) -> String {
+        if let Some(doc) = &field.doc {
+            return doc.clone();
+        }
+        let mut shape = &field.shape;
+        while let TypeExpr::Nullable(inner) = &shape.ty {
+            shape = inner;
+        }
+        let held = match &shape.ty {
+            TypeExpr::Named { name, .. } => self
+                .model
+                .by_rust_name(name)
+                .and_then(|t| t.doc.as_deref())
+                .and_then(|doc| doc.split("\n\n").next())
+                .map(str::to_owned),
+            _ => None,
+        };
+        held.unwrap_or_else(|| format!("The `{}` property.", field.key))
     }
 
     /// The default doc of a variant: its tags (`` `type: "hello"`. ``), its value, or its keys

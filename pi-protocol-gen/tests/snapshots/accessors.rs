@@ -48,10 +48,14 @@ impl Shape {
 #[non_exhaustive]
 #[codec(json, literal(key = "kind", value = "circle"))]
 pub struct Circle {
+    /// The `name` property.
     pub name: String,
+    /// The `size` property.
     pub size: Integer,
+    /// The `note` property.
     #[codec(nullable)]
     pub note: Option<String>,
+    /// The `only` property.
     pub only: bool,
 }
 impl Circle {
@@ -72,8 +76,11 @@ impl Circle {
 #[non_exhaustive]
 #[codec(json, literal(key = "kind", value = "square"))]
 pub struct Square {
+    /// The `name` property.
     pub name: String,
+    /// The `size` property.
     pub size: Number,
+    /// The `note` property.
     #[codec(nullable)]
     pub note: Option<String>,
 }
@@ -90,7 +97,9 @@ impl Square {
 #[non_exhaustive]
 #[codec(json, literal(key = "kind", value = "maybe"))]
 pub struct Maybe {
+    /// The `name` property.
     pub name: Option<String>,
+    /// The `note` property.
     #[codec(nullable)]
     pub note: Option<Option<String>>,
 }
@@ -142,6 +151,7 @@ impl Group {
 #[codec(json, literal(key = "kind", value = "group"), literal(key = "mode", value = "pair"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Pair {
+    /// The `name` property.
     pub name: String,
 }
 impl Pair {
@@ -158,6 +168,7 @@ impl Pair {
 #[codec(json, literal(key = "kind", value = "group"), literal(key = "mode", value = "many"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Many {
+    /// The `name` property.
     pub name: String,
 }
 impl Many {

@@ -25,6 +25,7 @@ impl Ping {
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = true, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Yes {
+    /// The `id` property.
     pub id: String,
 }
 impl Yes {
@@ -41,7 +42,9 @@ impl Yes {
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = false, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct No {
+    /// The `id` property.
     pub id: String,
+    /// The `why` property.
     pub why: String,
 }
 impl No {
@@ -93,6 +96,7 @@ pub enum Message {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Small {
+    /// The `a` property.
     pub a: String,
 }
 impl Small {
@@ -108,8 +112,11 @@ impl Small {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Big {
+    /// The `a` property.
     pub a: String,
+    /// The `b` property.
     pub b: String,
+    /// The `c` property.
     pub c: Option<Payload>,
 }
 impl Big {
@@ -228,6 +235,7 @@ pub enum Color {
 )]
 #[allow(clippy::duplicated_attributes)]
 pub struct ToolFailedFalse {
+    /// The `out` property.
     pub out: Payload,
 }
 impl ToolFailedFalse {

@@ -16,6 +16,8 @@
 //!   setters across the crate boundary, the JSON view, frames, errors), and generated code that
 //!   names nothing but the facade.
 
+#![deny(missing_docs)]
+
 use std::fmt::Debug;
 
 use pi_protocol::runtime::{decode_message, CborLimits, Decode, Encode};
