@@ -12,8 +12,10 @@ use crate::error::ProtocolError;
 pub(crate) trait TreeBuilder {
     /// A finished node.
     type Node;
-    /// A scalar item (never [`Scalar::Other`]).
+    /// A scalar item other than text (never [`Scalar::Other`]).
     fn scalar(scalar: Scalar<'_>) -> Self::Node;
+    /// A text string, already checked and copied.
+    fn text(text: String) -> Self::Node;
     /// A byte string's content (only reached when the reader accepts byte strings).
     fn bytes(content: &[u8]) -> Self::Node;
     /// An array of its finished elements.
@@ -72,6 +74,7 @@ pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, Proto
                 r.leave();
                 B::map(B::new_map(0))
             }
+            Some(major::TEXT) => B::text(r.read_text_owned()?),
             Some(major::BYTES) => B::bytes(r.read_byte_string()?),
             _ => B::scalar(r.read_scalar()?),
         };
