@@ -332,6 +332,29 @@ fn numbers_and_keys_read_as_serde_json_reads_them() {
     assert_eq!(payload.deserialize::<Value>().unwrap(), payload.to_value());
 }
 
+#[test]
+fn heads_of_every_width_read_back() {
+    // Integers and lengths on both sides of each head width (in the head, 1, 2, 4, 8 bytes).
+    let edges: [i64; 10] = [23, 24, 255, 256, 65_535, 65_536, 4_294_967_295, 4_294_967_296, MAX_SAFE, 0];
+    for n in edges {
+        // A negative -1 - n has the head of n.
+        for v in [n, -n, -n - 1].into_iter().filter(|v| *v >= -MAX_SAFE) {
+            let payload = Payload::from_value(&json!(v)).unwrap();
+            assert_eq!(payload.deserialize::<i64>().unwrap(), v, "{v}");
+        }
+    }
+    for len in [23, 24, 255, 256, 65_535, 65_536] {
+        let value = json!({"text": "t".repeat(len), "array": vec![7u8; len], "map": (0..len).map(|i| (i.to_string(), i)).collect::<BTreeMap<_, _>>()});
+        let payload = Payload::from_value(&value).unwrap();
+        assert_eq!(payload.deserialize::<Value>().unwrap(), value, "length {len}");
+        let text: BTreeMap<String, Value> = payload.deserialize().unwrap();
+        assert_eq!(text["text"].as_str().map(str::len), Some(len));
+    }
+    for f in [0.5, -2.5e-300, 1e15 + 0.5, f64::MIN_POSITIVE] {
+        assert_eq!(Payload::from_value(&json!(f)).unwrap().deserialize::<f64>().unwrap(), f);
+    }
+}
+
 // ------------------------------------------------------------------ hostile values
 
 /// Serializes as a byte string (what `serde_bytes` does).
