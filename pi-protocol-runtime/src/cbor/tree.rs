@@ -3,6 +3,8 @@
 //! `serde_json::Value` ([`Payload::to_value`](crate::Payload::to_value)). However deep the item
 //! (up to the configured `maxDepth`), the walk uses no call frame per level.
 
+use smallvec::SmallVec;
+
 use super::reader::major;
 use super::Reader;
 use crate::codec::Scalar;
@@ -50,7 +52,8 @@ enum Open<N, M> {
 /// # Errors
 /// Any error of the reader.
 pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, ProtocolError> {
-    let mut stack: Vec<Open<B::Node, B::Map>> = Vec::new();
+    // The first levels on the call's own stack: a small payload needs no allocation for them.
+    let mut stack: SmallVec<[Open<B::Node, B::Map>; 4]> = SmallVec::new();
     loop {
         if let Some(Open::Map { key, .. }) = stack.last_mut() {
             *key = r.read_key()?.to_owned();
