@@ -12,6 +12,8 @@
 //! - `tests/reference_verdicts.rs`: against verdicts recorded from the reference's validator;
 //! - `tests/interpret.rs`: the schema interpreter (`pi_protocol_gen::interpret`) against the
 //!   generated types: the same verdicts, JSON and errors;
+//! - `tests/vectors.rs`: the v8 types generated from the reference's inlined schema and from the
+//!   project's schema against the facade's built-in types, on every conformance vector and capture;
 //! - `tests/downstream.rs`: the generated types in use through the facade (constructors and
 //!   setters across the crate boundary, the JSON view, frames, errors), and generated code that
 //!   names nothing but the facade.
