@@ -17,6 +17,9 @@
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
+//! - `mutants [--area A] [--package P] [--file F]... [--changed [BASE]] [--lines]
+//!   [--max-seconds N]`: mutation testing with cargo-mutants, area by area; fails on a missed
+//!   mutant not recorded as equivalent in `docs/TESTING.md` (see `mutants.rs`).
 
 use std::process::ExitCode;
 
@@ -25,11 +28,14 @@ mod codegen;
 mod conformance;
 mod fuzz;
 mod growth;
+mod mutants;
 mod schema_guard;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
+       cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
+                           [--max-seconds N] [--iterate] [--list]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
                and tests/downstream/chat.rs from tests/downstream/chat.json
@@ -46,7 +52,12 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
   fuzz [--check] [--seconds N] [--jobs J] [--target T]...
                run the fuzz targets N seconds each (default 60), J at a time (default 1), and
                minimise what they found into fuzz/corpus/; --check writes nothing (CI)
-               (needs cargo fuzz: cargo install cargo-fuzz --locked)";
+               (needs cargo fuzz: cargo install cargo-fuzz --locked)
+  mutants      mutation testing of the runtime, the connection layer, the derive and the
+               generator (areas runtime, connection, derive, gen), tier by tier; --file and
+               --changed [BASE] (default main) scope it to files, --lines to changed lines,
+               --max-seconds bounds it; fails on a missed mutant that docs/TESTING.md does
+               not record as equivalent (needs cargo mutants: see docs/TESTING.md)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +70,7 @@ fn main() -> ExitCode {
         ["schema-guard", rest @ ..] => schema_guard::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
+        ["mutants", rest @ ..] => mutants::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
