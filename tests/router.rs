@@ -188,6 +188,20 @@ impl Harness {
     }
 }
 
+// ---- Keys.
+
+#[test]
+fn client_and_upstream_keys_count_up_from_one_and_are_never_reused() {
+    let mut h = Harness::new();
+    let first = h.router.add_client();
+    h.router.disconnect_client(first);
+    let second = h.router.add_client();
+    assert_eq!((first.get(), second.get()), (1, 2));
+    let shared = h.router.add_upstream();
+    let dedicated = h.router.add_dedicated_upstream(second).unwrap();
+    assert_eq!((shared.get(), dedicated.get()), (1, 2));
+}
+
 // ---- Rule 1: the client handshake.
 
 #[test]

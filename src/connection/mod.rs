@@ -288,3 +288,34 @@ impl Outbox {
         self.bytes.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use pi_protocol_runtime::{ErrorKind, Rule};
+
+    use super::*;
+
+    #[test]
+    fn close_reasons_and_connection_errors_say_what_happened() {
+        let encode = ProtocolError::new(ErrorKind::Encode, Rule::Pattern);
+        assert_eq!(CloseReason::Local.to_string(), "closed by the application");
+        assert_eq!(CloseReason::UnsupportedVersion(7).to_string(), "client offered unsupported version 7");
+        assert_eq!(
+            CloseReason::TransmitQueueFull { limit: 64 }.to_string(),
+            "more than 64 bytes would be waiting for the transport"
+        );
+        assert_eq!(ConnectionError::NotReady.to_string(), "the handshake has not completed");
+        assert_eq!(ConnectionError::Encode(encode.clone()).to_string(), format!("cannot encode: {encode}"));
+    }
+
+    #[test]
+    fn only_an_encoding_failure_has_a_source() {
+        let encode = ProtocolError::new(ErrorKind::Encode, Rule::Pattern);
+        let error = ConnectionError::Encode(encode.clone());
+        let source = error.source().expect("the encoder's error is the source");
+        assert_eq!(source.to_string(), encode.to_string());
+        assert!(ConnectionError::Closed.source().is_none());
+    }
+}
