@@ -3,7 +3,8 @@
 //! For every workload of `workloads.rs` (small, medium, large, blob, the recorded session
 //! stream, the blob one byte at a time) this times, in one run:
 //! - `decode/<workload>`: this crate (`ours`: `ClientMessageDecoder`/`ServerMessageDecoder`
-//!   over `&[u8]`; `ours_shared`: the zero-copy decoders over `Bytes`), the serde + ciborium
+//!   over `&[u8]` with `push_each`; `ours_pull`: the same pull style, with `messages`;
+//!   `ours_shared`: the zero-copy decoders over `Bytes`), the serde + ciborium
 //!   baseline (`serde_ciborium`), and the floors (`memcpy` of the stream into a buffer allocated
 //!   beforehand; `append_floor`, appending it to a `Vec` one byte at a time, for the bytewise
 //!   workload);
@@ -44,6 +45,7 @@ fn codec(c: &mut Criterion) {
 
         let mut g = group(c, "decode", &w);
         g.bench_function("ours", |b| b.iter(|| ops::decode_ours(black_box(&w))));
+        g.bench_function("ours_pull", |b| b.iter(|| ops::decode_ours_pull(black_box(&w))));
         g.bench_function("ours_shared", |b| b.iter(|| ops::decode_ours_shared(black_box(&w), black_box(&shared))));
         g.bench_function("serde_ciborium", |b| b.iter(|| ops::decode_theirs(black_box(&w))));
         if bytewise {

@@ -17,11 +17,12 @@
 //! bench, the servers and the router, so read the ratios within one run.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures_util::{SinkExt, StreamExt};
-use pi_protocol::io::ClientCodec;
+use pi_protocol::io::MessageCodec;
 use pi_protocol::{
     ClientHello, ClientMessage, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerTarget,
 };
@@ -39,7 +40,9 @@ const SERVERS: [&str; 2] = ["3b241101-e2bb-4255-8caf-4136c566a962", "9f0e8d7c-6b
 const CLIENTS: [usize; 2] = [16, 128];
 const DEPTH: usize = 16;
 
-type Connection = Framed<TcpStream, ClientCodec>;
+/// A client's connection. Its codec encodes `Arc`s, so that the requests of a round are sent
+/// again and again without being cloned.
+type Connection = Framed<TcpStream, MessageCodec<ServerMessage, Arc<ClientMessage>>>;
 
 // ---- Envelopes, built in one place.
 
@@ -56,7 +59,7 @@ fn catalogue(id: RequestId, server: &str) -> ClientMessage {
 /// One client: its connection and the requests of one round.
 struct Client {
     connection: Connection,
-    requests: Vec<ClientMessage>,
+    requests: Vec<Arc<ClientMessage>>,
 }
 
 /// `count` clients connected to `addresses(i)` for client `i`, past their handshake.
@@ -65,14 +68,15 @@ async fn connect(count: usize, address: impl Fn(usize) -> String) -> Vec<Client>
     for i in 0..count {
         let stream = TcpStream::connect(address(i)).await.expect("the server listens");
         stream.set_nodelay(true).unwrap();
-        let mut connection = Framed::new(stream, ClientCodec::new());
-        connection.send(hello()).await.unwrap();
+        let mut connection = Framed::new(stream, MessageCodec::new());
+        connection.send(Arc::new(hello())).await.unwrap();
         match connection.next().await {
             Some(Ok(ServerMessage::Hello(_))) => {}
             other => panic!("handshake failed: {other:?}"),
         }
-        let requests =
-            (0..DEPTH).map(|n| catalogue(RequestId::new(format!("r-{n}")).unwrap(), SERVERS[i % 2])).collect();
+        let requests = (0..DEPTH)
+            .map(|n| Arc::new(catalogue(RequestId::new(format!("r-{n}")).unwrap(), SERVERS[i % 2])))
+            .collect();
         clients.push(Client { connection, requests });
     }
     clients
@@ -82,9 +86,9 @@ async fn connect(count: usize, address: impl Fn(usize) -> String) -> Vec<Client>
 async fn round(clients: &mut [Client]) {
     for client in clients.iter_mut() {
         for request in &client.requests {
-            client.connection.feed(request).await.unwrap();
+            client.connection.feed(Arc::clone(request)).await.unwrap();
         }
-        SinkExt::<&ClientMessage>::flush(&mut client.connection).await.unwrap();
+        client.connection.flush().await.unwrap();
     }
     for client in clients.iter_mut() {
         for _ in 0..DEPTH {
@@ -146,7 +150,7 @@ fn loopback(c: &mut Criterion) {
 fn close(runtime: &Runtime, clients: Vec<Client>) {
     runtime.block_on(async {
         for mut client in clients {
-            let _ = SinkExt::<ClientMessage>::close(&mut client.connection).await;
+            let _ = client.connection.close().await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     });

@@ -6,7 +6,7 @@
 //!     for the TypeScript timing script of `cargo xtask bench-reference`
 //! cargo run --release --example bench_driver -- run OP WORKLOAD ITERATIONS
 //!     run one operation in a loop, for a profiler (perf record, valgrind --tool=callgrind);
-//!     OP: decode | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
+//!     OP: decode | decode-pull | decode-shared | decode-serde | encode | encode-vectored | encode-serde | relay
 //!         | relay-serde | to-value | memcpy | append | none
 //!     and, for `benches/payload_serde.rs` (typed ops on the medium and large calls only):
 //!         payload-de | payload-de-value | payload-de-cbor4ii | payload-ser | payload-ser-value
@@ -34,6 +34,7 @@ use pi_protocol::Payload;
 
 const OPS: &[&str] = &[
     "decode",
+    "decode-pull",
     "decode-shared",
     "decode-serde",
     "encode",
@@ -105,6 +106,7 @@ impl Setup {
 fn run_once(op: &str, w: &Workload, setup: &mut Setup) -> Result<usize, String> {
     Ok(match op {
         "decode" => std::hint::black_box(ops::decode_ours(w)).len(),
+        "decode-pull" => std::hint::black_box(ops::decode_ours_pull(w)).len(),
         "decode-shared" => std::hint::black_box(ops::decode_ours_shared(w, &setup.shared)).len(),
         "decode-serde" => std::hint::black_box(ops::decode_theirs(w)).len(),
         "encode" => setup.ours.as_ref().map_or(0, ops::encode_ours),
@@ -277,6 +279,21 @@ fn write_frames(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+const USAGE: &str =
+    "usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]";
+
+/// What `--help` prints (on stdout, exit status 0).
+const HELP: &str = "Companion of the codec benchmarks (benches/codec.rs, docs/PERFORMANCE.md).
+
+usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]
+
+  frames [DIR]       write every workload's frames and manifest.json (default DIR: <target>/bench-frames)
+  run OP WORKLOAD N  run one operation N times in a loop, for a profiler
+  memory             peak heap bytes of one run of each operation on each workload
+  report [CRITERION_DIR] [NODE_JSON]
+                     the results table of docs/PERFORMANCE.md
+  -h, --help         print this help";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -302,8 +319,14 @@ fn main() -> ExitCode {
             };
             report(&dir, node.as_ref())
         })(),
-        _ => Err("usage: bench_driver frames [DIR] | run OP WORKLOAD ITERATIONS | memory | report [CRITERION_DIR] [NODE_JSON]"
-            .to_owned()),
+        ["--help" | "-h" | "help"] => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

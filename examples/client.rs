@@ -26,8 +26,19 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const USAGE: &str = "usage: client [--connect ADDR] [--version N]";
+/// What `--help` prints (on stdout, exit status 0).
+const HELP: &str = "A Pi protocol version 8 client over TCP: runs a short session against the server example.
 
-fn parse_args() -> Result<(String, u32), String> {
+usage: client [--connect ADDR] [--version N]
+
+  --connect ADDR   the server to connect to (default 127.0.0.1:7878)
+  --version N      the protocol version to offer (default 8; any other shows the server's hello_error)
+  -h, --help       print this help
+
+Prints everything it receives, one JSON object a line, and exits 0 when the session went as expected.";
+
+/// The address and version, or `None` when `--help` asks for the help.
+fn parse_args() -> Result<Option<(String, u32)>, String> {
     let (mut connect, mut version) = ("127.0.0.1:7878".to_owned(), pi_protocol::PROTOCOL_VERSION);
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -35,17 +46,21 @@ fn parse_args() -> Result<(String, u32), String> {
         match flag.as_str() {
             "--connect" => connect = value()?,
             "--version" => version = value()?.parse().map_err(|_| "--version needs a number".to_owned())?,
-            "--help" | "-h" => return Err(USAGE.to_owned()),
+            "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    Ok((connect, version))
+    Ok(Some((connect, version)))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let (addr, version) = match parse_args() {
-        Ok(args) => args,
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
@@ -58,7 +73,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = ClientOptions { version, ..ClientOptions::default() };
+    let options = ClientOptions::default().version(version);
     let mut session = Session { connection: ClientConnection::new(options), stream, buf: vec![0; 64 * 1024] };
     let outcome = session.run().await;
     session.connection.close();

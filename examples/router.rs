@@ -47,6 +47,20 @@ use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite};
 
 const USAGE: &str =
     "usage: router [--listen ADDR] --upstream ADDR [--upstream ADDR ...] [--server-id UUID] [--dedicated] [--connections N] [--quiet]";
+/// What `--help` prints (on stdout, exit status 0).
+const HELP: &str = "A Pi protocol coordinator over TCP: routes many clients to the server processes behind it.
+
+usage: router [--listen ADDR] --upstream ADDR [--upstream ADDR ...] [--server-id UUID] [--dedicated] [--connections N] [--quiet]
+
+  --listen ADDR      address to listen on (default 127.0.0.1:7979; port 0 picks a free port)
+  --upstream ADDR    a server process to route to (one per server, at least one)
+  --server-id UUID   the home serverId its handshake names (default: the one the first upstream announces)
+  --dedicated        one upstream connection per client and server instead of one shared per server
+  --connections N    exit once N clients have come and gone (default: serve forever)
+  --quiet            no event lines
+  -h, --help         print this help
+
+The first line on stdout is `listening on ADDR`, then one JSON object a line per router event.";
 
 /// Messages queued for one client's writer before the client counts as too slow.
 const CLIENT_QUEUE: usize = 4096;
@@ -62,7 +76,8 @@ struct Args {
     quiet: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// The arguments, or `None` when `--help` asks for the help.
+fn parse_args() -> Result<Option<Args>, String> {
     let mut args = Args {
         listen: "127.0.0.1:7979".to_owned(),
         upstreams: Vec::new(),
@@ -85,14 +100,14 @@ fn parse_args() -> Result<Args, String> {
                 args.connections = Some(value()?.parse().map_err(|_| "--connections needs a number".to_owned())?);
             }
             "--quiet" => args.quiet = true,
-            "--help" | "-h" => return Err(USAGE.to_owned()),
+            "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
     if args.upstreams.is_empty() {
         return Err(format!("at least one --upstream is needed\n{USAGE}"));
     }
-    Ok(args)
+    Ok(Some(args))
 }
 
 // One task owns the router and every message passes through it: on one thread, handing a
@@ -100,7 +115,11 @@ fn parse_args() -> Result<Args, String> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let outcome = match parse_args() {
-        Ok(args) => run(args).await,
+        Ok(Some(args)) => run(args).await,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
         Err(usage) => {
             eprintln!("{usage}");
             return ExitCode::from(2);

@@ -42,6 +42,18 @@ use tokio::task::{JoinHandle, JoinSet};
 
 const DEFAULT_SERVER_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 const USAGE: &str = "usage: server [--listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
+/// What `--help` prints (on stdout, exit status 0).
+const HELP: &str = "A Pi protocol version 8 server over TCP.
+
+usage: server [--listen ADDR] [--server-id UUID] [--connections N] [--quiet]
+
+  --listen ADDR      address to listen on (default 127.0.0.1:7878; port 0 picks a free port)
+  --server-id UUID   the serverId its handshake names (default 3b241101-e2bb-4255-8caf-4136c566a962)
+  --connections N    exit after N connections have been served (default: serve forever)
+  --quiet            no event lines
+  -h, --help         print this help
+
+The first line on stdout is `listening on ADDR`, then one JSON object a line per connection event.";
 
 struct Args {
     listen: String,
@@ -50,7 +62,8 @@ struct Args {
     quiet: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// The arguments, or `None` when `--help` asks for the help.
+fn parse_args() -> Result<Option<Args>, String> {
     let mut args = Args {
         listen: "127.0.0.1:7878".to_owned(),
         server_id: ServerId::new(DEFAULT_SERVER_ID).unwrap(),
@@ -69,17 +82,21 @@ fn parse_args() -> Result<Args, String> {
                 args.connections = Some(value()?.parse().map_err(|_| "--connections needs a number".to_owned())?);
             }
             "--quiet" => args.quiet = true,
-            "--help" | "-h" => return Err(USAGE.to_owned()),
+            "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    Ok(args)
+    Ok(Some(args))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = match parse_args() {
-        Ok(args) => args,
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
@@ -101,7 +118,7 @@ async fn main() -> ExitCode {
     }
     let mut tasks = JoinSet::new();
     let mut accepted = 0u64;
-    while args.connections.map_or(true, |limit| accepted < limit) {
+    while args.connections.is_none_or(|limit| accepted < limit) {
         match listener.accept().await {
             Ok((stream, _)) => {
                 accepted += 1;

@@ -52,7 +52,7 @@ pub fn parse_server_message(value: &Value) -> Result<ServerMessage, ProtocolErro
 /// assert_eq!(frame.len(), 4 + 21);
 /// ```
 pub fn encode_client_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
-    encode_json::<ClientMessage>(value, options)
+    encode_message_json::<ClientMessage>(value, options)
 }
 
 /// Encodes a server message given as a `serde_json::Value`, as [`encode_client_json`] does
@@ -61,7 +61,7 @@ pub fn encode_client_json(value: &Value, options: &CodecOptions) -> Result<Vec<u
 /// # Errors
 /// As [`encode_client_json`].
 pub fn encode_server_json(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
-    encode_json::<ServerMessage>(value, options)
+    encode_message_json::<ServerMessage>(value, options)
 }
 
 /// Encodes a client message given as JSON text exactly as the reference package encodes the
@@ -82,7 +82,7 @@ pub fn encode_server_json(value: &Value, options: &CodecOptions) -> Result<Vec<u
 /// # Ok::<(), pi_protocol::ProtocolError>(())
 /// ```
 pub fn encode_client_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
-    encode_json_text::<ClientMessage>(text, options)
+    encode_message_json_str::<ClientMessage>(text, options)
 }
 
 /// Encodes a server message given as JSON text, as [`encode_client_json_str`] does for client
@@ -91,22 +91,48 @@ pub fn encode_client_json_str(text: &str, options: &CodecOptions) -> Result<Vec<
 /// # Errors
 /// As [`encode_client_json_str`].
 pub fn encode_server_json_str(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
-    encode_json_text::<ServerMessage>(text, options)
+    encode_message_json_str::<ServerMessage>(text, options)
 }
 
-fn encode_json_text<T: for<'de> pi_protocol_runtime::Decode<'de>>(
-    text: &str,
-    options: &CodecOptions,
-) -> Result<Vec<u8>, ProtocolError> {
+/// [`encode_client_json_str`] for any message type `T`, such as the ones a crate generates from
+/// its own schema: the text validated as a `T`, encoded as the reference encodes it.
+///
+/// # Errors
+/// As [`encode_client_json_str`], with the rules of `T`.
+///
+/// ```
+/// use pi_protocol::{encode_client_json_str, encode_message_json_str, ClientMessage};
+/// let hello = r#"{"version": 8, "type": "hello"}"#;
+/// let frame = encode_message_json_str::<ClientMessage>(hello, &Default::default())?;
+/// assert_eq!(frame, encode_client_json_str(hello, &Default::default())?);
+/// # Ok::<(), pi_protocol::ProtocolError>(())
+/// ```
+pub fn encode_message_json_str<T>(text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError>
+where
+    T: for<'de> pi_protocol_runtime::Decode<'de>,
+{
     let cbor = payload_in_javascript_order(text)?;
     // Decoding the very bytes that will be sent validates the message, limits included.
     decode_message::<T>(cbor.as_cbor(), options.limits())?;
     encode_frame(cbor.as_cbor(), options.frame_limit())
 }
 
-fn encode_json<T: for<'de> pi_protocol_runtime::Decode<'de>>(
-    value: &Value,
-    options: &CodecOptions,
-) -> Result<Vec<u8>, ProtocolError> {
+/// [`encode_client_json`] for any message type `T`, such as the ones a crate generates from its
+/// own schema: the value validated as a `T`, its keys in the order it iterates them.
+///
+/// # Errors
+/// As [`encode_client_json`], with the rules of `T`.
+///
+/// ```
+/// use pi_protocol::{encode_client_json, encode_message_json, ClientMessage};
+/// let hello = serde_json::json!({"type": "hello", "version": 8});
+/// let frame = encode_message_json::<ClientMessage>(&hello, &Default::default())?;
+/// assert_eq!(frame, encode_client_json(&hello, &Default::default())?);
+/// # Ok::<(), pi_protocol::ProtocolError>(())
+/// ```
+pub fn encode_message_json<T>(value: &Value, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError>
+where
+    T: for<'de> pi_protocol_runtime::Decode<'de>,
+{
     encode_json_frame(value, options, |cbor, limits| decode_message::<T>(cbor, limits).map(drop))
 }

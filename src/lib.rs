@@ -18,6 +18,15 @@
 //! `build.rs` (`pi_protocol_gen::Builder`); that code names [`Codec`] and [`runtime`] through this
 //! crate, so it needs no other dependency.
 //!
+//! Such types get everything the built-in ones have, because the machinery is generic over the
+//! message types and the built-in names are aliases or thin wrappers of it: [`MessageDecoder`]
+//! and [`SharedMessageDecoder`] (`ClientMessageDecoder` is `MessageDecoder<ClientMessage>`),
+//! [`encode_message`], [`decode_message`], [`encode_message_json`] and
+//! [`encode_message_json_str`], `io::MessageReader` and `io::write_message`,
+//! `io::MessageCodec<In, Out>` (feature `tokio`); the generated types carry the strict codec,
+//! serde in the wire shape and the JSON view (`to_json`, `from_json`) themselves. The repository's `examples/extension` crate extends the protocol with messages
+//! of its own this way.
+//!
 //! ```
 //! use pi_protocol::{encode_client_message, ClientMessage, ClientMessageDecoder, Payload, Request,
 //!                   RequestId, ServerId, ServerTarget};
@@ -30,11 +39,12 @@
 //! ));
 //! let frame = encode_client_message(&request)?;
 //!
-//! // The receiving side: any fragmentation of the stream works.
+//! // The receiving side: any fragmentation of the stream works. `messages` hands out what each
+//! // chunk completes, pull style, and allocates nothing of its own.
 //! let mut decoder = ClientMessageDecoder::new();
 //! let mut received = Vec::new();
 //! for chunk in frame.chunks(7) {
-//!     for message in decoder.push(chunk) {
+//!     for message in decoder.messages(chunk) {
 //!         received.push(message?);
 //!     }
 //! }
@@ -79,6 +89,7 @@ mod generated {
 pub mod connection;
 pub mod io;
 mod json;
+mod messages;
 mod serde_impls;
 mod shared;
 
@@ -88,8 +99,8 @@ pub use connection::{
 };
 pub use generated::v8::*;
 pub use json::{
-    encode_client_json, encode_client_json_str, encode_server_json, encode_server_json_str, parse_client_message,
-    parse_server_message,
+    encode_client_json, encode_client_json_str, encode_message_json, encode_message_json_str, encode_server_json,
+    encode_server_json_str, parse_client_message, parse_server_message,
 };
 /// `#[derive(Codec)]`, re-exported so that types generated for a crate's own schema
 /// (`pi_protocol_gen::Builder` in a `build.rs`) need no dependency besides `pi-protocol`: the
@@ -102,9 +113,10 @@ pub use pi_protocol_runtime::{
     DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH, MAX_CONFIGURABLE_DEPTH,
     MAX_CONFIGURABLE_LENGTH, MIN_PAYLOAD_SEGMENT_LENGTH,
 };
-pub use shared::{SharedClientMessageDecoder, SharedServerMessageDecoder};
-
-use pi_protocol_runtime::{encode_message, encode_message_vectored, MessageDecoder};
+pub use pi_protocol_runtime::{
+    decode_message, encode_message, encode_message_into, encode_message_vectored, MessageDecoder, Messages,
+};
+pub use shared::{SharedClientMessageDecoder, SharedMessageDecoder, SharedMessages, SharedServerMessageDecoder};
 
 /// The JSON Schema the built-in envelope types were generated from
 /// (`schema/pi-protocol.v8.json`, the project's own form: `$defs` plus `x-` keywords), as text.
@@ -249,94 +261,26 @@ pub fn encode_server_message_vectored_with(
     encode_message_vectored(message, options)
 }
 
-macro_rules! message_decoder {
-    ($(#[$doc:meta])* $name:ident, $message:ty) => {
-        $(#[$doc])*
-        #[derive(Debug, Default)]
-        pub struct $name {
-            inner: MessageDecoder<$message>,
-        }
+/// Decodes the stream a client sends ([`ClientMessage`]s), for use on the server side
+/// (docs/PROTOCOL.md sections 1, 4 and 7): the generic [`MessageDecoder`] for the built-in
+/// envelopes. Feed it chunks with `push` (a `Vec` of results per chunk), `push_each` (a
+/// closure) or `messages` (pull style, allocating nothing per chunk).
+///
+/// ```
+/// let mut decoder = pi_protocol::ClientMessageDecoder::new();
+/// let frame = [0, 0, 0, 0x15, 0xa2, 0x64, b't', b'y', b'p', b'e', 0x65, b'h', b'e', b'l', b'l', b'o',
+///              0x67, b'v', b'e', b'r', b's', b'i', b'o', b'n', 0x08];
+/// let messages = decoder.push(&frame);
+/// assert!(matches!(&messages[0], Ok(pi_protocol::ClientMessage::Hello(h)) if h.version.get() == 8));
+/// // The same frame again, pull style.
+/// for message in decoder.messages(&frame) {
+///     assert!(matches!(message, Ok(pi_protocol::ClientMessage::Hello(_))));
+/// }
+/// decoder.end().unwrap();
+/// ```
+pub type ClientMessageDecoder = MessageDecoder<ClientMessage>;
 
-        impl $name {
-            /// A decoder with the default limits (16 MiB frames, [`CborLimits::default`]).
-            pub fn new() -> Self {
-                Self::default()
-            }
-
-            /// A decoder with `options`.
-            pub fn with_options(options: &CodecOptions) -> Self {
-                $name { inner: MessageDecoder::with_options(options) }
-            }
-
-            /// A decoder accepting frames of at most `max_frame_length` bytes, default CBOR limits.
-            ///
-            /// # Errors
-            /// `Options` when `max_frame_length` exceeds `u32::MAX`.
-            pub fn with_max_frame_length(max_frame_length: u64) -> Result<Self, ProtocolError> {
-                Ok(Self::with_options(&CodecOptions::new().max_frame_length(max_frame_length)?))
-            }
-
-            /// Feeds `chunk` (any size, empty included) and returns the messages it completes,
-            /// in order.
-            ///
-            /// A bad frame yields the messages before it, then its error (with the frame's
-            /// stream offset, the field path and the rule); the decoder is then failed and every
-            /// later call returns an `ErrorKind::State` error.
-            pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<$message, ProtocolError>> {
-                self.inner.push(chunk)
-            }
-
-            /// Like [`push`](Self::push), handing each result to `on_message` instead of
-            /// collecting them.
-            pub fn push_each<F: FnMut(Result<$message, ProtocolError>)>(&mut self, chunk: &[u8], on_message: F) {
-                self.inner.push_each(chunk, on_message)
-            }
-
-            /// Signals the end of the stream.
-            ///
-            /// # Errors
-            /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` when already failed
-            /// or ended.
-            pub fn end(&mut self) -> Result<(), ProtocolError> {
-                self.inner.end()
-            }
-
-            /// Pushes every chunk in order, then ends the stream: the messages delivered and the
-            /// first error, if any (nothing is pushed after it, and `end` is then not called).
-            pub fn decode_all<'c, I: IntoIterator<Item = &'c [u8]>>(
-                &mut self,
-                chunks: I,
-            ) -> (Vec<$message>, Option<ProtocolError>) {
-                self.inner.decode_all(chunks)
-            }
-
-            /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
-            pub fn offset(&self) -> u64 {
-                self.inner.offset()
-            }
-        }
-    };
-}
-
-message_decoder!(
-    /// Decodes the stream a client sends ([`ClientMessage`]s), for use on the server side
-    /// (docs/PROTOCOL.md sections 1, 4 and 7).
-    ///
-    /// ```
-    /// let mut decoder = pi_protocol::ClientMessageDecoder::new();
-    /// let frame = [0, 0, 0, 0x15, 0xa2, 0x64, b't', b'y', b'p', b'e', 0x65, b'h', b'e', b'l', b'l', b'o',
-    ///              0x67, b'v', b'e', b'r', b's', b'i', b'o', b'n', 0x08];
-    /// let messages = decoder.push(&frame);
-    /// assert!(matches!(&messages[0], Ok(pi_protocol::ClientMessage::Hello(h)) if h.version.get() == 8));
-    /// decoder.end().unwrap();
-    /// ```
-    ClientMessageDecoder,
-    ClientMessage
-);
-
-message_decoder!(
-    /// Decodes the stream a server sends ([`ServerMessage`]s), for use on the client side
-    /// (docs/PROTOCOL.md sections 1, 4 and 7).
-    ServerMessageDecoder,
-    ServerMessage
-);
+/// Decodes the stream a server sends ([`ServerMessage`]s), for use on the client side
+/// (docs/PROTOCOL.md sections 1, 4 and 7): the generic [`MessageDecoder`] for the built-in
+/// envelopes, like [`ClientMessageDecoder`].
+pub type ServerMessageDecoder = MessageDecoder<ServerMessage>;

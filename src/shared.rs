@@ -13,20 +13,60 @@
 use std::marker::PhantomData;
 
 use bytes::Bytes;
-use pi_protocol_runtime::{decode_message_shared, CborLimits, CodecOptions, Decode, FrameDecoder, ProtocolError};
+use pi_protocol_runtime::{
+    decode_message_shared, CborLimits, CodecOptions, Decode, FrameDecoder, Frames, ProtocolError,
+};
 
 use crate::{ClientMessage, ServerMessage};
 
-/// The shared machinery of both decoders.
-struct SharedDecoder<T> {
+/// [`MessageDecoder`](crate::MessageDecoder) over shared chunks, for any message type (the
+/// built-in envelopes through [`SharedClientMessageDecoder`] and [`SharedServerMessageDecoder`],
+/// or the types a crate generates from its own schema): the opaque payloads of decoded messages
+/// (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies (docs/PROTOCOL.md sections
+/// 1, 5 and 7).
+///
+/// Chunks go in with [`push`](Self::push) (a `Vec` of results per chunk),
+/// [`push_each`](Self::push_each) (a closure) or [`messages`](Self::messages) (pull style,
+/// allocating nothing of its own per chunk); they may be mixed.
+pub struct SharedMessageDecoder<T> {
     frames: FrameDecoder,
     limits: CborLimits,
     _message: PhantomData<fn() -> T>,
 }
 
-impl<T> std::fmt::Debug for SharedDecoder<T> {
+/// [`ClientMessageDecoder`](crate::ClientMessageDecoder) over shared chunks: the `call`
+/// payloads of decoded requests (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
+///
+/// ```
+/// use bytes::Bytes;
+/// use pi_protocol::{encode_client_message, parse_client_message, ClientMessage, SharedClientMessageDecoder};
+///
+/// let request = parse_client_message(&serde_json::json!({
+///     "type": "request", "id": "req-1",
+///     "target": {"serverId": "3b241101-e2bb-4255-8caf-4136c566a962"},
+///     "call": {"member": "write", "args": ["a text long enough to stay in the frame"]},
+/// }))?;
+/// let frame = Bytes::from(encode_client_message(&request)?);
+///
+/// let mut decoder = SharedClientMessageDecoder::new();
+/// let messages = decoder.push(&frame);
+/// let Ok(ClientMessage::Request(decoded)) = &messages[0] else { panic!("a request") };
+/// // The payload points into `frame`.
+/// let range = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
+/// assert!(range.contains(&(decoded.call.as_cbor().as_ptr() as usize)));
+/// assert_eq!(messages[0].as_ref().ok(), Some(&request));
+/// decoder.end()?;
+/// # Ok::<(), pi_protocol::ProtocolError>(())
+/// ```
+pub type SharedClientMessageDecoder = SharedMessageDecoder<ClientMessage>;
+
+/// [`ServerMessageDecoder`](crate::ServerMessageDecoder) over shared chunks: `result` and
+/// `update` payloads (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
+pub type SharedServerMessageDecoder = SharedMessageDecoder<ServerMessage>;
+
+impl<T> std::fmt::Debug for SharedMessageDecoder<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedDecoder").field("frames", &self.frames).field("limits", &self.limits).finish()
+        f.debug_struct("SharedMessageDecoder").field("frames", &self.frames).field("limits", &self.limits).finish()
     }
 }
 
@@ -41,18 +81,47 @@ fn share(chunk: &Bytes, frame: &[u8]) -> Bytes {
     }
 }
 
-impl<T> SharedDecoder<T>
+impl<T> Default for SharedMessageDecoder<T>
 where
     T: for<'de> Decode<'de>,
 {
-    fn with_options(options: &CodecOptions) -> Self {
-        let frames =
-            FrameDecoder::with_max_frame_length(u64::from(options.frame_limit())).expect("checked by CodecOptions");
-        SharedDecoder { frames, limits: options.limits(), _message: PhantomData }
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> SharedMessageDecoder<T>
+where
+    T: for<'de> Decode<'de>,
+{
+    /// A decoder with the default limits (16 MiB frames, [`CborLimits::default`]).
+    pub fn new() -> Self {
+        Self::with_options(&CodecOptions::default())
     }
 
+    /// A decoder with `options`.
+    pub fn with_options(options: &CodecOptions) -> Self {
+        let frames =
+            FrameDecoder::with_max_frame_length(u64::from(options.frame_limit())).expect("checked by CodecOptions");
+        SharedMessageDecoder { frames, limits: options.limits(), _message: PhantomData }
+    }
+
+    /// Feeds `chunk` (any size, empty included) and returns the messages it completes,
+    /// in order; their payloads share `chunk`'s buffer when the frame lies inside it.
+    ///
+    /// A bad frame yields the messages before it, then its error (with the frame's
+    /// stream offset, the field path and the rule); the decoder is then failed and every
+    /// later call returns an `ErrorKind::State` error.
+    pub fn push(&mut self, chunk: &Bytes) -> Vec<Result<T, ProtocolError>> {
+        let mut out = Vec::new();
+        self.push_each(chunk, |m| out.push(m));
+        out
+    }
+
+    /// Like [`push`](Self::push), handing each result to `on_message` instead of
+    /// collecting them.
     #[inline]
-    fn push_each<F: FnMut(Result<T, ProtocolError>)>(&mut self, chunk: &Bytes, mut on_message: F) {
+    pub fn push_each<F: FnMut(Result<T, ProtocolError>)>(&mut self, chunk: &Bytes, mut on_message: F) {
         let limits = self.limits;
         // As in the copying decoder: the decoded result goes to `on_message` as it is.
         let result = self.frames.push_with(chunk, |payload, offset| {
@@ -68,101 +137,76 @@ where
             on_message(Err(error));
         }
     }
-}
 
-macro_rules! shared_decoder {
-    ($(#[$doc:meta])* $name:ident, $message:ty) => {
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub struct $name {
-            inner: SharedDecoder<$message>,
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self::new()
-            }
-        }
-
-        impl $name {
-            /// A decoder with the default limits (16 MiB frames, [`CborLimits::default`]).
-            pub fn new() -> Self {
-                Self::with_options(&CodecOptions::default())
-            }
-
-            /// A decoder with `options`.
-            pub fn with_options(options: &CodecOptions) -> Self {
-                $name { inner: SharedDecoder::with_options(options) }
-            }
-
-            /// Feeds `chunk` (any size, empty included) and returns the messages it completes,
-            /// in order; their payloads share `chunk`'s buffer when the frame lies inside it.
-            ///
-            /// A bad frame yields the messages before it, then its error (with the frame's
-            /// stream offset, the field path and the rule); the decoder is then failed and every
-            /// later call returns an `ErrorKind::State` error.
-            pub fn push(&mut self, chunk: &Bytes) -> Vec<Result<$message, ProtocolError>> {
-                let mut out = Vec::new();
-                self.inner.push_each(chunk, |m| out.push(m));
-                out
-            }
-
-            /// Like [`push`](Self::push), handing each result to `on_message` instead of
-            /// collecting them.
-            #[inline]
-            pub fn push_each<F: FnMut(Result<$message, ProtocolError>)>(&mut self, chunk: &Bytes, on_message: F) {
-                self.inner.push_each(chunk, on_message)
-            }
-
-            /// Signals the end of the stream.
-            ///
-            /// # Errors
-            /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` when already failed
-            /// or ended.
-            pub fn end(&mut self) -> Result<(), ProtocolError> {
-                self.inner.frames.end()
-            }
-
-            /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
-            pub fn offset(&self) -> u64 {
-                self.inner.frames.offset()
-            }
-        }
-    };
-}
-
-shared_decoder!(
-    /// [`ClientMessageDecoder`](crate::ClientMessageDecoder) over shared chunks: the `call`
-    /// payloads of decoded requests (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
+    /// Feeds `chunk`, pull style: the messages it completes, decoded as the iterator is
+    /// advanced, with the results of [`push`](Self::push) and the rules of
+    /// [`MessageDecoder::messages`](crate::MessageDecoder::messages) (read it to its end; bytes
+    /// it leaves unread when dropped early come first from the next call).
     ///
     /// ```
     /// use bytes::Bytes;
-    /// use pi_protocol::{encode_client_message, parse_client_message, ClientMessage, SharedClientMessageDecoder};
+    /// use pi_protocol::{encode_server_message, Attachment, ServerMessage, SharedServerMessageDecoder};
     ///
-    /// let request = parse_client_message(&serde_json::json!({
-    ///     "type": "request", "id": "req-1",
-    ///     "target": {"serverId": "3b241101-e2bb-4255-8caf-4136c566a962"},
-    ///     "call": {"member": "write", "args": ["a text long enough to stay in the frame"]},
-    /// }))?;
-    /// let frame = Bytes::from(encode_client_message(&request)?);
-    ///
-    /// let mut decoder = SharedClientMessageDecoder::new();
-    /// let messages = decoder.push(&frame);
-    /// let Ok(ClientMessage::Request(decoded)) = &messages[0] else { panic!("a request") };
-    /// // The payload points into `frame`.
-    /// let range = frame.as_ptr() as usize..frame.as_ptr() as usize + frame.len();
-    /// assert!(range.contains(&(decoded.call.as_cbor().as_ptr() as usize)));
-    /// assert_eq!(messages[0].as_ref().ok(), Some(&request));
+    /// let message = ServerMessage::from(Attachment::new(None));
+    /// let frame = encode_server_message(&message)?;
+    /// let mut decoder = SharedServerMessageDecoder::new();
+    /// let mut received = Vec::new();
+    /// for chunk in frame.chunks(5).map(Bytes::copy_from_slice) {
+    ///     for result in decoder.messages(&chunk) {
+    ///         received.push(result?);
+    ///     }
+    /// }
     /// decoder.end()?;
+    /// assert_eq!(received, vec![message]);
     /// # Ok::<(), pi_protocol::ProtocolError>(())
     /// ```
-    SharedClientMessageDecoder,
-    ClientMessage
-);
+    pub fn messages<'d, 'c>(&'d mut self, chunk: &'c Bytes) -> SharedMessages<'d, 'c, T> {
+        SharedMessages { frames: self.frames.frames(chunk), chunk, limits: self.limits, _message: PhantomData }
+    }
 
-shared_decoder!(
-    /// [`ServerMessageDecoder`](crate::ServerMessageDecoder) over shared chunks: `result` and
-    /// `update` payloads (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
-    SharedServerMessageDecoder,
-    ServerMessage
-);
+    /// Signals the end of the stream.
+    ///
+    /// # Errors
+    /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State`/`UnreadFrames` while a
+    /// [`messages`](Self::messages) iterator dropped early left bytes unread; `State` when
+    /// already failed or ended.
+    pub fn end(&mut self) -> Result<(), ProtocolError> {
+        self.frames.end()
+    }
+
+    /// Stream offset, in bytes, of the first byte not yet part of a delivered message.
+    pub fn offset(&self) -> u64 {
+        self.frames.offset()
+    }
+}
+
+/// The messages of one shared chunk, decoded as the iterator is advanced: see
+/// [`SharedMessageDecoder::messages`].
+#[must_use = "the messages of the chunk are only decoded as the iterator is advanced"]
+pub struct SharedMessages<'d, 'c, T> {
+    frames: Frames<'d, 'c>,
+    chunk: &'c Bytes,
+    limits: CborLimits,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for SharedMessages<'_, '_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMessages").field("frames", &self.frames).finish_non_exhaustive()
+    }
+}
+
+impl<T> Iterator for SharedMessages<'_, '_, T>
+where
+    T: for<'de> Decode<'de>,
+{
+    type Item = Result<T, ProtocolError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (chunk, limits) = (self.chunk, self.limits);
+        self.frames.next_message(|payload| decode_message_shared::<T>(&share(chunk, payload), limits))
+    }
+}
+
+impl<T> std::iter::FusedIterator for SharedMessages<'_, '_, T> where T: for<'de> Decode<'de> {}

@@ -167,7 +167,7 @@ fn client_queues_hello_first_and_nothing_else_before_the_server_hello() {
 
 #[test]
 fn client_offers_the_configured_version() {
-    let mut client = ClientConnection::new(ClientOptions { version: 7, ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().version(7));
     assert_eq!(client.poll_transmit().unwrap(), hello_frame(7));
 }
 
@@ -185,7 +185,7 @@ fn client_hello_yields_ready_with_the_server_id() {
 
 #[test]
 fn client_hello_error_yields_rejected_and_closes() {
-    let mut client = ClientConnection::new(ClientOptions { version: 7, ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().version(7));
     client.poll_transmit();
     let rejection = err("unsupported_version", "This server speaks protocol version 8");
     let mut bytes = server_frame(ServerMessage::HelloError(ServerHelloError::new(rejection.clone())));
@@ -250,7 +250,7 @@ fn client_undecodable_frame_is_a_violation_after_the_good_frames_before_it() {
 #[test]
 fn client_failing_to_encode_its_hello_starts_closed() {
     let codec = CodecOptions::new().max_frame_length(4).unwrap();
-    let mut client = ClientConnection::new(ClientOptions { codec, ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().codec(codec));
     assert!(client.is_closed());
     assert_eq!(client.poll_transmit(), None);
     assert!(matches!(client_events(&mut client)[..], [ClientEvent::Closed { reason: CloseReason::Encode(_), .. }]));
@@ -279,7 +279,7 @@ fn client_server_calls_carry_the_handshake_server_id_under_fresh_ids() {
 
 #[test]
 fn client_ids_are_never_reused_even_after_settling() {
-    let mut client = ClientConnection::new(ClientOptions { request_id_prefix: "c".into(), ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().request_id_prefix("c"));
     client.receive(&server_hello());
     let mut seen = HashSet::new();
     for n in 1..=50 {
@@ -324,7 +324,7 @@ fn client_session_calls_follow_the_latest_attachment() {
 #[test]
 fn client_request_that_cannot_be_encoded_is_refused_and_uses_no_id() {
     let codec = CodecOptions::new().max_frame_length(200).unwrap();
-    let mut client = ClientConnection::new(ClientOptions { codec, ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().codec(codec));
     client.poll_transmit();
     client.receive(&server_hello());
     let big = payload(json!("x".repeat(300)));
@@ -514,7 +514,7 @@ fn server_answers_another_version_with_hello_error_and_closes() {
 
 #[test]
 fn server_hello_error_uses_the_configured_body() {
-    let options = ServerOptions { unsupported_version: err("version", "speak 8"), ..ServerOptions::default() };
+    let options = ServerOptions::default().unsupported_version(err("version", "speak 8"));
     let mut server = ServerConnection::new(server_id(), options);
     server.receive(&hello_frame(9));
     assert_eq!(
@@ -641,14 +641,12 @@ fn server_fences_an_id_already_in_flight_and_admits_it_again_once_settled() {
 
 #[test]
 fn server_fences_in_the_documented_order_with_configured_codes() {
-    let options = ServerOptions {
-        wrong_server: err("E_SERVER", "a"),
-        stale_route: err("E_ROUTE", "b"),
-        duplicate_id: err("E_DUP", "c"),
-        too_many_requests: err("E_BUSY", "d"),
-        max_in_flight: 1,
-        ..ServerOptions::default()
-    };
+    let options = ServerOptions::default()
+        .wrong_server(err("E_SERVER", "a"))
+        .stale_route(err("E_ROUTE", "b"))
+        .duplicate_id(err("E_DUP", "c"))
+        .too_many_requests(err("E_BUSY", "d"))
+        .max_in_flight(1);
     let mut server = ready_server(options);
     let other = RpcTarget::Server(ServerTarget::new(ServerId::new(OTHER_SERVER).unwrap()));
     fenced(&mut server, request_frame("r1", server_target(), Payload::null()));
@@ -697,7 +695,7 @@ fn server_respond_is_accepted_once_per_admitted_id() {
 #[test]
 fn server_respond_that_cannot_be_encoded_keeps_the_call_in_flight() {
     let codec = CodecOptions::new().max_frame_length(200).unwrap();
-    let mut server = ready_server(ServerOptions { codec, ..ServerOptions::default() });
+    let mut server = ready_server(ServerOptions::default().codec(codec));
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server_events(&mut server);
     let big = payload(json!("y".repeat(300)));
@@ -1421,4 +1419,18 @@ proptest! {
         harness.settle();
         harness.check_final();
     }
+}
+
+#[test]
+fn close_reasons_and_violations_are_errors_with_their_cause_as_source() {
+    use std::error::Error;
+    let decode = ClientMessageDecoder::new().push(&[0, 0, 0, 1, 0xff]).remove(0).unwrap_err();
+    let reason = CloseReason::Violation(Violation::Decode(decode.clone()));
+    let violation = reason.source().expect("a violation is the cause");
+    assert_eq!(violation.to_string(), decode.to_string());
+    assert_eq!(violation.source().expect("the decode error is its cause").to_string(), decode.to_string());
+    assert!(CloseReason::Local.source().is_none());
+    assert!(Violation::ExpectedHello.source().is_none());
+    let boxed: Box<dyn Error> = Box::new(CloseReason::TransmitQueueFull { limit: 9 });
+    assert_eq!(boxed.to_string(), "more than 9 bytes would be waiting for the transport");
 }

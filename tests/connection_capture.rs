@@ -326,7 +326,7 @@ fn handshake_rejection_capture_is_reproduced_by_both_ends() {
     let server_bin = repo_file("tests/captures/handshake-rejected-server.bin");
     let server_line = &jsonl("tests/captures/handshake-rejected-server.jsonl")[0];
 
-    let mut client = ClientConnection::new(ClientOptions { version: 7, ..ClientOptions::default() });
+    let mut client = ClientConnection::new(ClientOptions::default().version(7));
     assert_eq!(client.poll_transmit().unwrap(), client_bin);
     let mut server =
         ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962").unwrap(), ServerOptions::default());

@@ -30,6 +30,26 @@ fn out_of_range_options_are_refused_when_built() {
 }
 
 #[test]
+fn cbor_limit_setters_change_one_limit_and_check_its_range() {
+    let limits = CborLimits::default().with_max_byte_length(7).unwrap();
+    assert_eq!((limits.max_byte_length(), limits.max_container_length(), limits.max_depth()), (7, 1_000_000, 64));
+    let limits = limits.with_max_container_length(3).unwrap().with_max_depth(512).unwrap();
+    assert_eq!(limits, CborLimits::new(7, 3, 512).unwrap());
+    let range = |name| Rule::OptionRange { name, min: 0, max: u64::from(u32::MAX) };
+    assert_eq!(CborLimits::default().with_max_byte_length(1 << 32).unwrap_err().rule(), range("maxByteLength"));
+    assert_eq!(
+        CborLimits::default().with_max_container_length(1 << 32).unwrap_err().rule(),
+        range("maxContainerLength")
+    );
+    assert_eq!(
+        CborLimits::default().with_max_depth(513).unwrap_err().rule(),
+        Rule::OptionRange { name: "maxDepth", min: 0, max: 512 }
+    );
+    let frames = CodecOptions::new().cbor_limits(limits).max_frame_length(99).unwrap();
+    assert_eq!(frames.limits(), CborLimits::new(99, 3, 512).unwrap(), "the frame limit becomes maxByteLength only");
+}
+
+#[test]
 fn a_header_over_the_limit_fails_before_its_payload_arrives() {
     let mut decoder = ClientMessageDecoder::with_max_frame_length(16).unwrap();
     assert!(decoder.push(&[0, 0]).is_empty());

@@ -366,7 +366,10 @@ fn tokio_encoder_writes_the_same_bytes() {
     use tokio_util::codec::Encoder;
     let message = request(call_with_string(70_000));
     let mut dst = bytes::BytesMut::from(&b"earlier"[..]);
-    pi_protocol::io::ClientCodec::new().encode(&message, &mut dst).unwrap();
+    // The codec encodes `Out` alone; a reference as `Out` sends a message that is kept.
+    pi_protocol::io::MessageCodec::<pi_protocol::ServerMessage, &pi_protocol::ClientMessage>::new()
+        .encode(&message, &mut dst)
+        .unwrap();
     assert_eq!(&dst[..7], b"earlier");
     assert_eq!(&dst[7..], &encode_client_message(&message).unwrap()[..]);
 }

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use pi_protocol::{
     encode_client_message, encode_client_message_vectored, encode_server_message, encode_server_message_vectored,
-    ClientMessage, ClientMessageDecoder, Payload, Response, ServerMessage, ServerMessageDecoder,
+    ClientMessage, ClientMessageDecoder, MessageDecoder, Payload, Response, ServerMessage, ServerMessageDecoder,
     SharedClientMessageDecoder, SharedServerMessageDecoder,
 };
 
@@ -80,6 +80,26 @@ pub fn decode_ours(w: &Workload) -> Ours {
             d.end().expect("complete stream");
             Ours::Server(out)
         }
+    }
+}
+
+/// Like [`decode_ours`], pull style (`MessageDecoder::messages`, which allocates nothing per
+/// chunk) instead of `push_each`.
+pub fn decode_ours_pull(w: &Workload) -> Ours {
+    fn pull<T: for<'de> pi_protocol::runtime::Decode<'de>>(w: &Workload) -> Vec<T> {
+        let mut out = Vec::with_capacity(w.messages);
+        let mut d = MessageDecoder::<T>::new();
+        for chunk in chunks(w, &w.stream) {
+            for m in d.messages(chunk) {
+                out.push(m.expect("valid workload"));
+            }
+        }
+        d.end().expect("complete stream");
+        out
+    }
+    match w.side {
+        Side::Client => Ours::Client(pull(w)),
+        Side::Server => Ours::Server(pull(w)),
     }
 }
 
@@ -235,6 +255,7 @@ pub fn check(w: &Workload) {
     let ours = decode_ours(w);
     assert_eq!(ours.len(), w.messages, "{}: messages decoded", w.name);
     assert_eq!(ours, decode_ours_shared(w, &shared_chunks(w)), "{}: shared decoder agrees", w.name);
+    assert_eq!(ours, decode_ours_pull(w), "{}: pulled messages agree", w.name);
     let reencoded: Vec<u8> = match &ours {
         Ours::Client(ms) => ms.iter().flat_map(|m| encode_client_message(m).unwrap()).collect(),
         Ours::Server(ms) => ms.iter().flat_map(|m| encode_server_message(m).unwrap()).collect(),

@@ -32,7 +32,8 @@ pub struct Offence {
 }
 
 /// The diagnostic text of a payload, the first strict-subset offence, the span of the item at the
-/// requested path, and the top-level `type` value when the payload is a map that has one.
+/// requested path, and the text under the message type's tag key (`type` for version 8) when the
+/// payload is a map that has one.
 #[derive(Debug, Default)]
 pub struct Diagnosis {
     /// Diagnostic notation; the marked item (if any) is wrapped in [`MARK_OPEN`]/[`MARK_CLOSE`].
@@ -41,7 +42,7 @@ pub struct Diagnosis {
     pub offence: Option<Offence>,
     /// The span of the deepest item found along the requested path.
     pub marked: Option<(usize, usize)>,
-    /// The top-level `type` text, when present.
+    /// The top-level text under the tag key, when present.
     pub message_type: Option<String>,
 }
 
@@ -56,6 +57,8 @@ struct Walker<'a> {
     /// The deepest item found along `target`.
     best: Option<Found>,
     message_type: Option<String>,
+    /// The key whose top-level text names the message type.
+    tag: Option<&'a str>,
     /// Bytes of text after which output stops (the walk goes on, to find offences and marks).
     budget: usize,
     clipped: bool,
@@ -71,12 +74,17 @@ struct Stop;
 /// not exist, its deepest existing ancestor) is marked in the text and its span returned.
 #[cfg(test)]
 pub fn diagnose(payload: &[u8], target: Option<Vec<PathSegment>>) -> Diagnosis {
-    diagnose_within(payload, target, usize::MAX)
+    diagnose_within(payload, target, usize::MAX, Some("type"))
 }
 
 /// [`diagnose`], writing at most about `budget` bytes of text (then ` ...`); the whole payload
-/// is still walked for its offence and the marked span.
-pub fn diagnose_within(payload: &[u8], target: Option<Vec<PathSegment>>, budget: usize) -> Diagnosis {
+/// is still walked for its offence and the marked span. The message type is read under `tag`.
+pub fn diagnose_within<'a>(
+    payload: &'a [u8],
+    target: Option<Vec<PathSegment>>,
+    budget: usize,
+    tag: Option<&'a str>,
+) -> Diagnosis {
     let mut walker = Walker {
         input: payload,
         pos: 0,
@@ -86,6 +94,7 @@ pub fn diagnose_within(payload: &[u8], target: Option<Vec<PathSegment>>, budget:
         path: Vec::new(),
         best: None,
         message_type: None,
+        tag,
         budget,
         clipped: false,
     };
@@ -197,7 +206,7 @@ impl<'a> Walker<'a> {
         let result = self.item_inner(depth);
         // Children finish first: the deepest item along the path wins, and among items at the same
         // path (a tag and its content) the outermost.
-        if on_path && self.best.map_or(true, |(len, _, _)| self.path.len() >= len) {
+        if on_path && self.best.is_none_or(|(len, _, _)| self.path.len() >= len) {
             self.best = Some((self.path.len(), (start, self.pos), (text_start, self.out.len())));
         }
         result
@@ -305,7 +314,7 @@ impl<'a> Walker<'a> {
                     let result = self.item(depth + 1);
                     self.path.pop();
                     result?;
-                    if depth == 0 && key.as_deref() == Some("type") {
+                    if depth == 0 && key.is_some() && key.as_deref() == self.tag {
                         if let Some(name) = self.text_at(value_start) {
                             self.message_type = Some(name);
                         }
@@ -391,6 +400,7 @@ impl<'a> Walker<'a> {
             path: Vec::new(),
             best: None,
             message_type: None,
+            tag: None,
             budget: 0,
             clipped: false,
         };
@@ -573,7 +583,7 @@ mod tests {
         let mut payload = vec![0x99, 0x03, 0xe9];
         payload.resize(1003, 0xf6);
         payload.extend_from_slice(&[0xc0, 0x01]);
-        let d = diagnose_within(&payload, None, 20);
+        let d = diagnose_within(&payload, None, 20, None);
         assert_eq!(d.text, "[null, null, null, null ...");
         assert_eq!(d.offence.map(|o| o.start), Some(1003));
     }

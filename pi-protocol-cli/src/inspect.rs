@@ -8,8 +8,9 @@ use pi_protocol::{ErrorKind, ProtocolError, Rule};
 
 use crate::diag::{self, Diagnosis, MARK_OPEN};
 use crate::frames::{FrameSplitter, RawFrame};
-use crate::messages::summarise;
-use crate::{io_failure, open_input, options, CommonArgs, Failure};
+use crate::resolve::tag_key;
+use crate::summary::summarise;
+use crate::{io_failure, open_input, CommonArgs, Failure};
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -26,30 +27,35 @@ pub struct InspectArgs {
 
 /// Runs `inspect`: exit status 1 when any frame is bad, truncated or over the limit.
 pub fn run(args: &InspectArgs) -> Result<(), Failure> {
-    let options = options(&args.common)?;
+    let (protocol, options) = args.common.protocol()?;
+    let side = args.common.side.model();
+    let tag = protocol.model.message_type(side).and_then(tag_key);
     let input = BufReader::new(open_input(&args.common.input)?);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut frames = FrameSplitter::new(input, options.frame_limit());
     let mut index = 0u64;
     let mut bad = 0u64;
+    let mut hint = None;
     while let Some(frame) = frames.next_frame().map_err(io_failure)? {
         match frame {
             RawFrame::Complete { offset, payload } => {
-                let result = summarise(args.common.side, &payload, options.limits());
+                let result = protocol.check(side, &payload, options.limits());
                 let ok = result.is_ok();
                 let (label, error) = match result {
-                    Ok(summary) => {
-                        let id = summary.id.map(|id| format!(" {id}")).unwrap_or_default();
-                        (format!("{}{id}", summary.kind), None)
+                    Ok(()) => (summarise(&protocol.model, side, &payload).label(), None),
+                    Err(e) => {
+                        if index == 0 && e.kind() == ErrorKind::Schema {
+                            hint = protocol.wrong_side_hint(side, &payload, options.limits());
+                        }
+                        (String::from("INVALID"), Some(e.with_offset(offset)))
                     }
-                    Err(e) => (String::from("INVALID"), Some(e.with_offset(offset))),
                 };
                 // Mark the item at the error's field path (the whole message when the path is empty).
                 let target = error.as_ref().map(|e| e.path().collect());
                 // Keep the text in proportion to what will be printed, not to the frame.
                 let budget = if args.max_diag_chars == 0 { usize::MAX } else { (args.max_diag_chars * 8).max(1 << 20) };
-                let diagnosis = diag::diagnose_within(&payload, target, budget);
+                let diagnosis = diag::diagnose_within(&payload, target, budget, tag);
                 let label = match (&error, &diagnosis.message_type) {
                     (Some(_), Some(t)) => format!("INVALID ({t})"),
                     _ => label,
@@ -94,7 +100,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     }
     out.flush().map_err(io_failure)?;
     if bad > 0 {
-        return Err(Failure::Input(format!("{bad} bad frame(s) among {index}")));
+        return Err(Failure::input(format!("{bad} bad frame(s) among {index}")).with_hint(hint));
     }
     Ok(())
 }

@@ -8,8 +8,8 @@ use pi_protocol::{ErrorKind, ProtocolError, Rule};
 use serde_json::json;
 
 use crate::frames::{FrameSplitter, RawFrame};
-use crate::messages::summarise;
-use crate::{describe, io_failure, open_input, options, CommonArgs, Failure};
+use crate::summary::{bytes, quoted, summarise};
+use crate::{describe, io_failure, open_input, CommonArgs, Failure};
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
@@ -27,37 +27,44 @@ struct Totals {
     min_len: Option<u64>,
     max_len: u64,
     payload_total: u64,
-    by_type: BTreeMap<&'static str, u64>,
-    /// (size, field, frame index, frame offset, id)
-    largest: Option<(usize, &'static str, u64, u64, Option<String>)>,
+    by_type: BTreeMap<String, u64>,
+    /// (size, field path, frame index, frame offset, id)
+    largest: Option<(usize, String, u64, u64, Option<String>)>,
 }
 
 /// Runs `stats`: exit status 1 when the stream holds a bad frame (the summary covers the frames
 /// before it).
 pub fn run(args: &StatsArgs) -> Result<(), Failure> {
-    let options = options(&args.common)?;
+    let (protocol, options) = args.common.protocol()?;
+    let side = args.common.side.model();
     let input = BufReader::new(open_input(&args.common.input)?);
     let mut frames = FrameSplitter::new(input, options.frame_limit());
     let mut totals = Totals::default();
     let mut error: Option<ProtocolError> = None;
+    let mut hint = None;
     while let Some(frame) = frames.next_frame().map_err(io_failure)? {
         match frame {
-            RawFrame::Complete { offset, payload } => match summarise(args.common.side, &payload, options.limits()) {
-                Ok(summary) => {
+            RawFrame::Complete { offset, payload } => match protocol.check(side, &payload, options.limits()) {
+                Ok(()) => {
+                    let summary = summarise(&protocol.model, side, &payload);
                     let len = payload.len() as u64;
                     totals.stream_bytes += len + 4;
                     totals.min_len = Some(totals.min_len.map_or(len, |m| m.min(len)));
                     totals.max_len = totals.max_len.max(len);
                     totals.payload_total += len;
                     *totals.by_type.entry(summary.kind).or_default() += 1;
-                    if let Some((field, size)) = summary.payload {
-                        if totals.largest.as_ref().map_or(true, |l| size > l.0) {
-                            totals.largest = Some((size, field, totals.frames, offset, summary.id.clone()));
+                    for (field, size) in summary.payloads {
+                        if totals.largest.as_ref().is_none_or(|l| size > l.0) {
+                            let id = summary.id.as_ref().map(|(_, id)| id.clone());
+                            totals.largest = Some((size, field, totals.frames, offset, id));
                         }
                     }
                     totals.frames += 1;
                 }
                 Err(e) => {
+                    if totals.frames == 0 && e.kind() == ErrorKind::Schema {
+                        hint = protocol.wrong_side_hint(side, &payload, options.limits());
+                    }
                     error = Some(e.with_offset(offset));
                     break;
                 }
@@ -91,7 +98,7 @@ pub fn run(args: &StatsArgs) -> Result<(), Failure> {
     }
     out.flush().map_err(io_failure)?;
     match error {
-        Some(e) => Err(Failure::Input(describe(&e))),
+        Some(e) => Err(Failure::input(describe(&e)).with_hint(hint)),
         None => Ok(()),
     }
 }
@@ -107,13 +114,14 @@ fn write_text(out: &mut impl Write, t: &Totals) -> io::Result<()> {
         )?;
     }
     writeln!(out, "messages by type:")?;
+    let width = t.by_type.keys().map(|k| k.chars().count()).max().unwrap_or(0) + 2;
     for (kind, count) in &t.by_type {
-        writeln!(out, "  {kind:<22}{count}")?;
+        writeln!(out, "  {kind:<width$}{count}")?;
     }
     match &t.largest {
         Some((size, field, frame, offset, id)) => {
-            let id = id.as_ref().map(|id| format!(" {id}")).unwrap_or_default();
-            writeln!(out, "largest payload: {size} bytes (`{field}` of frame {frame}{id}, at byte {offset})")
+            let id = id.as_ref().map(|id| format!(", id {}", quoted(id))).unwrap_or_default();
+            writeln!(out, "largest payload: {} ({field} of frame {frame}{id}, at byte {offset})", bytes(*size))
         }
         None => writeln!(out, "largest payload: none"),
     }

@@ -17,7 +17,8 @@ fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .spawn()
         .expect("the binary runs");
     if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
+        // The command may stop reading early (at a bad frame): a broken pipe is expected then.
+        let _ = child.stdin.take().unwrap().write_all(input);
     }
     child.wait_with_output().unwrap()
 }
@@ -53,11 +54,40 @@ fn decode_stops_at_the_bad_frame_with_offset_path_and_rule() {
     let out = run(&["decode", "--side", "client", bin.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(lines(&out.stdout).len(), 2, "the two good messages come first");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("frame at byte 161"), "{stderr}");
-    assert!(stderr.contains("target.serverId"), "{stderr}");
-    assert!(stderr.contains("pattern"), "{stderr}");
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "pi-protocol: frame at byte 161: invalid message at target.serverId: string does not match the required \
+         pattern\n",
+        "one line; no hint about the side, since messages came before"
+    );
+}
+
+#[test]
+fn decode_with_the_wrong_side_says_whose_stream_it_looks_like() {
+    for (side, name, other) in [("client", "session-server", "server"), ("server", "session-client", "client")] {
+        let bin = capture(&format!("{name}.bin"));
+        let out = run(&["decode", "--side", side, bin.to_str().unwrap()], None);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{stderr}");
+        assert!(lines[0].starts_with("pi-protocol: frame at byte 0: invalid message"), "{stderr}");
+        assert_eq!(
+            lines[1],
+            format!(
+                "pi-protocol: hint: the stream looks like the {other}'s: its first frame is a valid {other} message, \
+                 not a {side} one (try --side {other})"
+            )
+        );
+    }
+    // Read from stdin in one-byte chunks, the first frame is kept until it is whole.
+    let bytes = std::fs::read(capture("session-server.bin")).unwrap();
+    let out = run(&["decode", "--side", "client", "--chunk-size", "1", "-"], Some(&bytes));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("try --side server"));
+    // A first frame that is no valid message of either side gets no hint.
+    let out = run(&["decode", "--side", "client", "-"], Some(&[0, 0, 0, 1, 0xa0]));
+    assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 1);
 }
 
 #[test]
@@ -66,8 +96,11 @@ fn decode_reports_a_truncated_stream_at_its_end() {
     let out = run(&["decode", "--side", "server", bin.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(!lines(&out.stdout).is_empty());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("stream ended inside a frame"), "{stderr}");
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "pi-protocol: frame at byte 2740: invalid frame: stream ended inside a frame\n",
+        "a framing error has no field path to name"
+    );
 }
 
 #[test]
@@ -75,7 +108,10 @@ fn decode_applies_the_frame_limit() {
     let bin = capture("session-server.bin");
     let out = run(&["decode", "--side", "server", "--max-frame-length", "100", bin.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("exceeds the limit of 100 bytes"));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "pi-protocol: frame at byte 72: invalid frame: frame length 134 exceeds the limit of 100 bytes\n"
+    );
 }
 
 #[test]
@@ -89,6 +125,8 @@ fn bad_arguments_exit_2() {
         vec!["decode", "--side", "server", "--chunk-size", "0", path],
         vec!["decode", "--side", "server", "/nonexistent/file"],
         vec!["decode", path],
+        vec!["decode", "--side", "server", "--schema", "/nonexistent/schema.json", path],
+        vec!["decode", "--side", "server", "--schema", path, path],
         vec!["frobnicate"],
     ] {
         let out = run(&args, None);
@@ -120,10 +158,56 @@ fn encode_stops_at_an_invalid_line_with_its_number_and_path() {
     let out = run(&["encode", "--side", "client"], Some(input));
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(hex::encode(&out.stdout), "00000015a264747970656568656c6c6f6776657273696f6e08", "first line only");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("line 3"), "{stderr}");
-    assert!(stderr.contains("target.serverId"), "{stderr}");
-    let out = run(&["encode", "--side", "server"], Some(b"{not json\n"));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "pi-protocol: line 3: invalid message at target.serverId: string does not match the required pattern\n"
+    );
+}
+
+/// Runs `encode` on one line and returns its stderr, checking the exit status is 1.
+fn encode_error(side: &str, line: &str) -> String {
+    let out = run(&["encode", "--side", side], Some(format!("{line}\n").as_bytes()));
+    assert_eq!(out.status.code(), Some(1), "{line}");
+    assert!(out.stdout.is_empty());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn encode_names_the_keys_of_the_line_at_fault() {
+    let server_id = "3b241101-e2bb-4255-8caf-4136c566a962";
+    assert_eq!(
+        encode_error("client", r#"{"type":"hello","version":8,"verison":8}"#),
+        "pi-protocol: line 1: invalid message: unknown key \"verison\" (allowed: type, version)\n"
+    );
+    assert_eq!(
+        encode_error("client", &format!(r#"{{"type":"request","id":"r","target":{{"serverId":"{server_id}"}}}}"#)),
+        "pi-protocol: line 1: invalid message: missing required key \"call\"\n"
+    );
+    assert_eq!(
+        encode_error(
+            "server",
+            &format!(r#"{{"type":"attachment","attachment":{{"serverId":"{server_id}","sessionId":"s"}}}}"#)
+        ),
+        "pi-protocol: line 1: invalid message at attachment: missing required key \"attachmentId\"\n"
+    );
+    assert_eq!(
+        encode_error("server", r#"{"type":"respons","id":"r","ok":true}"#),
+        "pi-protocol: line 1: invalid message at type: \"respons\" is not an allowed value (allowed: \"hello\", \
+         \"hello_error\", \"response\", \"service_update\", \"attachment\")\n"
+    );
+}
+
+#[test]
+fn encode_gives_the_line_and_column_of_invalid_json() {
+    assert_eq!(
+        encode_error("server", r#"{"type":"hello","version":8,}"#),
+        "pi-protocol: line 1, column 29: not JSON: trailing comma\n"
+    );
+    let out = run(&["encode", "--side", "client"], Some(b"{\"type\":\"hello\",\"version\":8}\n{not json\n"));
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8(out.stderr).unwrap().contains("line 1: not JSON"));
+    assert_eq!(out.stdout.len(), 25, "the frame of the first line");
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "pi-protocol: line 2, column 2: not JSON: key must be a string\n"
+    );
 }

@@ -1,7 +1,7 @@
 //! The CLI under the amplification frame of issue 3: one valid 16 MiB frame whose request
 //! `call` holds 16 arrays of 1,000,000 nulls, streamed in the default 64 KiB chunks. Every
 //! command must stay under 400 MiB of resident memory (the reference needs about 930 MiB to
-//! decode it).
+//! decode it), `stats` and `inspect` with `--schema` too.
 //!
 //! The child's peak resident set is read from `VmHWM` in `/proc/<pid>/status` while it runs
 //! (Linux only; elsewhere the test only checks the exit status).
@@ -73,8 +73,19 @@ fn every_command_streams_the_amplification_frame_under_400_mib() {
     let path = std::env::temp_dir().join(format!("pi-protocol-amplification-{}.bin", std::process::id()));
     std::fs::File::create(&path).unwrap().write_all(&amplification_frame()).unwrap();
     let mut over = Vec::new();
-    for args in [&["stats", "--side", "client"][..], &["inspect", "--side", "client"], &["decode", "--side", "client"]]
-    {
+    // The built-in schema as a file (this test ships with the crate, without the repository).
+    let schema_path = std::env::temp_dir().join(format!("pi-protocol-v8-schema-{}.json", std::process::id()));
+    std::fs::write(&schema_path, pi_protocol::SCHEMA_JSON).unwrap();
+    let schema = schema_path.to_str().unwrap();
+    // `decode --schema` is left out: the interpreter gives each message as a JSON value, a
+    // million nulls included (about 1.1 GiB for this frame).
+    for args in [
+        &["stats", "--side", "client"][..],
+        &["inspect", "--side", "client"],
+        &["decode", "--side", "client"],
+        &["stats", "--side", "client", "--schema", schema],
+        &["inspect", "--side", "client", "--schema", schema],
+    ] {
         let (ok, peak) = run(args, &path);
         println!("pi-protocol {}: peak resident {:.1} MiB", args.join(" "), peak as f64 / 1024.0);
         assert!(ok, "pi-protocol {} failed", args.join(" "));
@@ -83,5 +94,6 @@ fn every_command_streams_the_amplification_frame_under_400_mib() {
         }
     }
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&schema_path);
     assert!(over.is_empty(), "over 400 MiB: {}", over.join(", "));
 }

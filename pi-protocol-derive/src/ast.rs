@@ -418,7 +418,7 @@ fn build_checks(cx: &Ctxt, attrs: &CheckAttrs) -> Checks {
         match Regex::new(&source) {
             Ok(_) => Some((Pattern::parse(&source).ok(), source)),
             Err(err) => {
-                cx.error_spanned_by(lit, format!("invalid pattern: {err}"));
+                cx.error_spanned_by(lit, err.to_string());
                 None
             }
         }

@@ -2,8 +2,9 @@
 //! and newtypes (and a `KeySet` matching no map), and `From<Variant>` for enums.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
+use syn::Type;
 
 use crate::ast::{Container, Struct, Union};
 use crate::decode::literal_test;
@@ -115,12 +116,32 @@ pub fn enum_tagged(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     }
 }
 
-/// `impl From<T> for Enum` for every variant `V(T)` whose type no other variant shares.
+/// `impl From<T> for Enum` for every variant `V(T)` whose type no other variant shares, and
+/// for a variant `V(Box<T>)` also `From<T>` (boxing it) when no other variant holds a `T`.
 pub fn enum_from(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
     let ident = cont.ident;
+    let unboxed = |ty: &Type| boxed_inner(ty).map(|inner| inner.to_token_stream().to_string());
     let impls = union.wrapped().filter(|(v, _)| v.unique_type).map(|(variant, ty)| {
         let name = variant.ident;
         let doc = format!("Wraps the value as [`{ident}::{name}`].");
+        let boxing = boxed_inner(ty).filter(|inner| {
+            let inner = inner.to_token_stream().to_string();
+            union.wrapped().filter(|(other, _)| other.ident != name).all(|(_, other)| {
+                other.to_token_stream().to_string() != inner && unboxed(other).as_deref() != Some(inner.as_str())
+            })
+        });
+        let boxing = boxing.map(|inner| {
+            let doc = format!("Boxes the value and wraps it as [`{ident}::{name}`].");
+            quote! {
+                #[automatically_derived]
+                impl ::core::convert::From<#inner> for #ident {
+                    #[doc = #doc]
+                    fn from(value: #inner) -> Self {
+                        #ident::#name(::std::boxed::Box::new(value))
+                    }
+                }
+            }
+        });
         quote! {
             #[automatically_derived]
             impl ::core::convert::From<#ty> for #ident {
@@ -129,7 +150,24 @@ pub fn enum_from(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
                     #ident::#name(value)
                 }
             }
+            #boxing
         }
     });
     quote!(#(#impls)*)
+}
+
+/// `T` when `ty` is written `Box<T>` (or `std::boxed::Box<T>`).
+fn boxed_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Box" {
+        return None;
+    }
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match args.args.first()? {
+            syn::GenericArgument::Type(inner) => Some(inner),
+            _ => None,
+        },
+        _ => None,
+    }
 }

@@ -446,23 +446,7 @@ impl<'r, 'a> Converter<'r, 'a> {
             }
             Some(_) => Err(GenError::schema(node.at("type"), "must be a type name or an array of type names")),
             None => {
-                let typed = [
-                    "minLength",
-                    "maxLength",
-                    "pattern",
-                    "minimum",
-                    "maximum",
-                    "exclusiveMinimum",
-                    "exclusiveMaximum",
-                    "items",
-                    "minItems",
-                    "maxItems",
-                    "properties",
-                    "required",
-                    "additionalProperties",
-                    "patternProperties",
-                ];
-                node.allow(&typed, location, "a schema")?;
+                node.allow(crate::schema::TYPED, location, "a schema")?;
                 Err(GenError::schema(
                     node.path(),
                     "a schema with constraints needs a type (or $ref, anyOf, oneOf, enum, const; {} for any value)",

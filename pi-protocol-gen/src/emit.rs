@@ -10,6 +10,7 @@
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::accessors::{emit_accessors, union_accessors};
 use crate::error::{GenError, Result};
 use crate::model::{
     Checks, Dispatch, Field, LiteralValue, Member, Model, Shape, Struct, TypeDef, TypeExpr, TypeKind, Union, Variant,
@@ -325,7 +326,11 @@ impl Context<'_> {
                 args.extend(struct_args(s));
                 self.emit_struct(docs, def, &name, s, args)
             }
-            TypeKind::Union(u) => self.emit_union(docs, &name, u, args),
+            TypeKind::Union(u) => {
+                let union = self.emit_union(docs, &name, u, args);
+                let accessors = emit_accessors(&name, &union_accessors(self.model, u));
+                quote!(#union #accessors)
+            }
         }
     }
 
@@ -380,7 +385,7 @@ impl Context<'_> {
     }
 
     fn emit_field(&self, type_name: &str, field: &Field) -> TokenStream {
-        let docs = field.doc.as_deref().map(|d| doc_attrs(d, 4)).unwrap_or_default();
+        let docs = doc_attrs(&self.field_doc(field), 4);
         let extra: Vec<&syn::Attribute> = self
             .field_attributes
             .iter()
@@ -464,6 +469,28 @@ impl Context<'_> {
                 #(#variants)*
             }
         }
+    }
+
+    /// A field's doc: its `description`, else that of the type it holds, else its wire key, so
+    /// generated code passes `missing_docs` whatever the schema documents.
+    fn field_doc(&self, field: &Field) -> String {
+        if let Some(doc) = &field.doc {
+            return doc.clone();
+        }
+        let mut shape = &field.shape;
+        while let TypeExpr::Nullable(inner) = &shape.ty {
+            shape = inner;
+        }
+        let held = match &shape.ty {
+            TypeExpr::Named { name, .. } => self
+                .model
+                .by_rust_name(name)
+                .and_then(|t| t.doc.as_deref())
+                .and_then(|doc| doc.split("\n\n").next())
+                .map(str::to_owned),
+            _ => None,
+        };
+        held.unwrap_or_else(|| format!("The `{}` property.", field.key))
     }
 
     /// The default doc of a variant: its tags (`` `type: "hello"`. ``), its value, or its keys
@@ -587,7 +614,7 @@ fn field_type(field: &Field) -> TokenStream {
 }
 
 /// The Rust type of a shape.
-fn type_tokens(shape: &Shape) -> TokenStream {
+pub(crate) fn type_tokens(shape: &Shape) -> TokenStream {
     match &shape.ty {
         TypeExpr::Named { name, boxed } => {
             let name = format_ident!("{}", name);

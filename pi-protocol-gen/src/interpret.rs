@@ -63,14 +63,14 @@ mod program;
 
 use std::collections::HashMap;
 
-use pi_protocol_runtime::json::encode_json_frame;
-use pi_protocol_runtime::{decode_message_with, CborLimits, CodecOptions, Payload, ProtocolError, Rule};
+use pi_protocol_runtime::json::{encode_json_frame, payload_in_javascript_order};
+use pi_protocol_runtime::{decode_message_with, encode_frame, CborLimits, CodecOptions, Payload, ProtocolError, Rule};
 use serde_json::Value;
 
 use crate::error::Result;
 use crate::model::{Model, Side};
 
-use program::Program;
+use program::{Payloads, Program};
 
 /// A named type of an [`Interpreter`]'s schema (see [`Interpreter::type_named`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,6 +83,8 @@ pub struct TypeHandle(usize);
 #[derive(Debug)]
 pub struct Interpreter {
     program: Program,
+    /// The same program with payloads checked and dropped ([`Interpreter::check`]).
+    checker: Program,
     client: Option<usize>,
     server: Option<usize>,
     by_name: HashMap<String, usize>,
@@ -97,7 +99,8 @@ impl Interpreter {
     /// decoded; the generated code would not compile either), a pattern that does not compile,
     /// or a reference to a type the model does not have.
     pub fn new(model: &Model) -> Result<Interpreter> {
-        let program = Program::compile(model)?;
+        let program = Program::compile(model, Payloads::Values)?;
+        let checker = Program::compile(model, Payloads::Checked)?;
         let mut by_name = HashMap::new();
         for (index, def) in model.types.iter().enumerate() {
             if let Some(schema_name) = &def.schema_name {
@@ -109,7 +112,7 @@ impl Interpreter {
             by_name.insert(def.rust_name.clone(), index);
         }
         let side = |side: Side| model.message_type(side).and_then(|def| by_name.get(&def.rust_name).copied());
-        Ok(Interpreter { client: side(Side::Client), server: side(Side::Server), program, by_name })
+        Ok(Interpreter { client: side(Side::Client), server: side(Side::Server), program, checker, by_name })
     }
 
     /// The type of the messages `side` sends, if the schema has one.
@@ -155,11 +158,34 @@ impl Interpreter {
         self.decode_at(Some(ty.0), payload, limits)
     }
 
+    /// The verdict of [`decode`](Self::decode) on one frame payload, and its error, without
+    /// building the message: opaque payloads are checked and dropped, so memory stays in
+    /// proportion to the envelope, not to the payloads (a 16 MiB `call` of a million nulls is
+    /// a walk, not a million JSON values).
+    ///
+    /// ```
+    /// use pi_protocol_gen::{interpret::Interpreter, model::Side, Model};
+    /// use pi_protocol_runtime::CborLimits;
+    /// let schema = r#"{ "$defs": { "ClientMessage": { "type": "object",
+    ///     "properties": { "data": {} }, "required": ["data"], "additionalProperties": false } } }"#;
+    /// let interpreter = Interpreter::new(&Model::from_json(schema, "data.json")?)?;
+    /// // {"data": [null, null]}, then {"data": 0(1)}: a tag inside the payload.
+    /// let good = [0xa1, 0x64, b'd', b'a', b't', b'a', 0x82, 0xf6, 0xf6];
+    /// assert!(interpreter.check(Side::Client, &good, CborLimits::default()).is_ok());
+    /// let tagged = [0xa1, 0x64, b'd', b'a', b't', b'a', 0xc1, 0x01];
+    /// let error = interpreter.check(Side::Client, &tagged, CborLimits::default()).unwrap_err();
+    /// assert_eq!(error, interpreter.decode(Side::Client, &tagged, CborLimits::default()).unwrap_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    pub fn check(&self, side: Side, payload: &[u8], limits: CborLimits) -> Result<(), ProtocolError> {
+        run(&self.checker, self.message_type(side).map(|t| t.0), payload, limits).map(drop)
+    }
+
     fn decode_at(&self, index: Option<usize>, payload: &[u8], limits: CborLimits) -> Result<Value, ProtocolError> {
-        decode_message_with(payload, limits, |reader| match index {
-            Some(index) if index < self.program.types.len() => self.program.decode_type(index, reader),
-            _ => Err(ProtocolError::schema(Rule::NoVariant)),
-        })
+        run(&self.program, index, payload, limits)
     }
 
     /// Validates `value` as a message `side` sends, with the rules of the wire decoder and its
@@ -206,6 +232,40 @@ impl Interpreter {
     ) -> Result<Vec<u8>, ProtocolError> {
         encode_json_frame(value, options, |cbor, limits| self.decode(side, cbor, limits).map(drop))
     }
+
+    /// One frame holding the message `side` sends given as JSON text, encoded as the reference
+    /// encodes the same text (keys in JavaScript property order, numbers read exactly), checked
+    /// by decoding the very bytes under `options`' limits: what the facade's
+    /// `encode_client_json_str` does for its types. No JSON value is built.
+    ///
+    /// ```
+    /// use pi_protocol_gen::{interpret::Interpreter, model::Side, Model};
+    /// let schema = r#"{ "$defs": { "ClientMessage": { "type": "object",
+    ///     "properties": { "type": { "const": "ping" }, "seq": { "type": "integer" } },
+    ///     "required": ["type", "seq"], "additionalProperties": false } } }"#;
+    /// let interpreter = Interpreter::new(&Model::from_json(schema, "ping.json")?)?;
+    /// let frame = interpreter.encode_json_str(Side::Client, r#"{"seq": 7, "type": "ping"}"#, &Default::default())?;
+    /// assert_eq!(&frame[4..6], &[0xa2, 0x63]); // "seq" first, as given
+    /// assert!(interpreter.encode_json_str(Side::Client, r#"{"seq": 7}"#, &Default::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Schema`/`WrongType { expected: "JSON" }` for text that is not JSON; otherwise as
+    /// [`encode_json_frame`](Self::encode_json_frame).
+    pub fn encode_json_str(&self, side: Side, text: &str, options: &CodecOptions) -> Result<Vec<u8>, ProtocolError> {
+        let cbor = payload_in_javascript_order(text)?;
+        self.check(side, cbor.as_cbor(), options.limits())?;
+        encode_frame(cbor.as_cbor(), options.frame_limit())
+    }
+}
+
+/// Decodes `payload` as a value of type `index` of `program` (`NoVariant` without one).
+fn run(program: &Program, index: Option<usize>, payload: &[u8], limits: CborLimits) -> Result<Value, ProtocolError> {
+    decode_message_with(payload, limits, |reader| match index {
+        Some(index) if index < program.types.len() => program.decode_type(index, reader),
+        _ => Err(ProtocolError::schema(Rule::NoVariant)),
+    })
 }
 
 #[cfg(test)]

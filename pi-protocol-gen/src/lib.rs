@@ -41,6 +41,7 @@
 #[doc = include_str!("../SCHEMA.md")]
 pub mod language {}
 
+mod accessors;
 mod builder;
 pub mod compat;
 mod convert;

@@ -403,6 +403,31 @@ pub enum Dispatch {
     KeySet,
 }
 
+/// The name of a message type by the literals that single it out, outermost union first (the
+/// [`Variant::tags`] along the way from a side's message type): the first tag's value when it
+/// is a string, then every other tag as `key=value`; `None` without tags. The compatibility
+/// report names message types so, and the CLI's `inspect` and `stats` label frames so.
+///
+/// ```
+/// use pi_protocol_gen::model::{tags_name, LiteralValue};
+/// let tags = [("type".to_string(), LiteralValue::String("response".into())), ("ok".to_string(), LiteralValue::Bool(false))];
+/// assert_eq!(tags_name(&tags).as_deref(), Some("response ok=false"));
+/// assert_eq!(tags_name(&tags[1..]).as_deref(), Some("ok=false"));
+/// assert_eq!(tags_name(&[]), None);
+/// ```
+#[must_use]
+pub fn tags_name(tags: &[(String, LiteralValue)]) -> Option<String> {
+    let parts: Vec<String> = tags
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value))| match (i, value) {
+            (0, LiteralValue::String(s)) => s.clone(),
+            _ => format!("{key}={value}"),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
 /// One variant of a union.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -1,14 +1,21 @@
 //! Random instances of a schema, valid and slightly wrong: what the differential tests feed to
-//! the generated codecs and to an independent validator, and what the compatibility check
-//! decodes with the other revision of a schema to find a witness.
+//! the generated codecs, to the schema interpreter and to an independent validator.
 //!
 //! A [`Sampler`] draws a value of any named type of a [`Model`] that satisfies every constraint
 //! (lengths as the reference counts them, patterns, bounds, array sizes, record keys), choosing
 //! optional fields, union variants, nulls and sizes at random; recursion is cut off by a depth
-//! budget. [`Sampler::mutate`] then changes one place of a value the way a faulty peer would:
-//! drops or adds a key, changes a literal, gives a value another JSON type, steps over a bound.
-//! A mutation may happen to stay valid (another union variant can accept it): callers decide
-//! validity with a validator, never from the mutation.
+//! budget. Object keys come shuffled, in the schema's order, or either at random
+//! ([`KeyOrder`]). [`Sampler::mutate`] then changes one place of a value the way a faulty or
+//! unusual peer would: drops or adds a key, changes a literal, gives a value another JSON type,
+//! steps over a bound, writes an integral number as a float, puts in a string where validators
+//! tend to disagree (combining marks, joiners, variation selectors, flags, characters outside
+//! the BMP, line breaks, UUIDs in both cases). A mutation may happen to stay valid (another
+//! union variant can accept it, a combining mark leaves the reference's length unchanged):
+//! callers decide validity with a validator, never from the mutation.
+//!
+//! Valid draws hold no string whose length the reference and the JSON Schema standard count
+//! differently (see `SCHEMA.md`, "Where the reference wins"): such strings come only from
+//! mutations, so a validator that counts code points agrees with the codecs on every valid draw.
 //!
 //! Strings that must match a `pattern` are generated from the pattern itself (parsed with
 //! `regex-syntax`, checked with the ECMAScript engine the codecs use) and retried; a pattern
@@ -16,11 +23,13 @@
 //! (`None`), never an invalid "valid" value.
 //!
 //! ```
-//! use pi_protocol_gen::{model::Side, sample::Sampler, Model};
+//! use pi_protocol_gen::{model::Side, sample::{KeyOrder, Sampler}, Model};
 //! let model = Model::from_json(include_str!("../../schema/pi-protocol.v8.json"), "v8").unwrap();
-//! let mut sampler = Sampler::new(&model, 7);
+//! let mut sampler = Sampler::new(&model, 7).key_order(KeyOrder::Schema);
 //! let message = sampler.message(Side::Client).expect("v8 messages can always be drawn");
-//! assert!(message.get("type").is_some());
+//! assert_eq!(message.as_object().unwrap().keys().next().map(String::as_str), Some("type"));
+//! let changed = sampler.mutate("ClientMessage", &message);
+//! assert_ne!(changed, message);
 //! ```
 
 use std::collections::HashSet;
@@ -29,7 +38,9 @@ use pi_protocol_runtime::checks::text_length;
 use pi_protocol_runtime::pattern::SchemaPattern;
 use serde_json::{Map, Value};
 
-use crate::model::{Checks, LiteralValue, Member, Model, Shape, Side, Struct, TypeExpr, TypeKind, Union, VariantKind};
+use crate::model::{Checks, Member, Model, Shape, Side, Struct, TypeExpr, TypeKind, Union, VariantKind};
+
+mod mutate;
 
 /// A small, fast, seeded generator (SplitMix64): reproducible draws for tests and witnesses.
 #[derive(Debug, Clone)]
@@ -75,7 +86,8 @@ impl Rng {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+    /// One of `items` (which must not be empty).
+    pub fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
         &items[self.below(items.len() as u64) as usize]
     }
 }
@@ -86,19 +98,53 @@ const DEPTH_BUDGET: usize = 6;
 /// How many times a string for a pattern is drawn before giving up.
 const PATTERN_ATTEMPTS: usize = 64;
 
+/// The longest plain string drawn without a `maxLength`, in characters above `minLength`.
+const LONG_STRING: u64 = 300;
+
+/// The most items drawn for a top-level array without `maxItems`, above `minItems`.
+const LONG_ARRAY: u64 = 40;
+
+/// The order of an object's keys in drawn values (the wire's key order is free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum KeyOrder {
+    /// A random order for every object: what a decoder must accept.
+    #[default]
+    Shuffled,
+    /// The order of the schema's `properties`: what the generated encoders write, and the order
+    /// decoders read fastest.
+    Schema,
+    /// For each object, at random, the schema's order or a shuffled one.
+    Mixed,
+}
+
 /// Draws random values of the types of a [`Model`].
 #[derive(Debug)]
 pub struct Sampler<'m> {
     model: &'m Model,
     rng: Rng,
+    key_order: KeyOrder,
     patterns: std::collections::HashMap<String, Option<(SchemaPattern, Option<regex_syntax::hir::Hir>)>>,
 }
 
 impl<'m> Sampler<'m> {
-    /// A sampler over `model`, seeded with `seed` (the same seed gives the same values).
+    /// A sampler over `model`, seeded with `seed` (the same seed gives the same values), with
+    /// keys shuffled.
     #[must_use]
     pub fn new(model: &'m Model, seed: u64) -> Self {
-        Sampler { model, rng: Rng::new(seed), patterns: std::collections::HashMap::new() }
+        Sampler {
+            model,
+            rng: Rng::new(seed),
+            key_order: KeyOrder::default(),
+            patterns: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Draws objects with their keys in `order` (default [`KeyOrder::Shuffled`]).
+    #[must_use]
+    pub fn key_order(mut self, order: KeyOrder) -> Self {
+        self.key_order = order;
+        self
     }
 
     /// The random source, for callers that draw their own choices alongside.
@@ -150,7 +196,14 @@ impl<'m> Sampler<'m> {
                 }
             }
         }
-        // Keys in a random order: the wire order is free.
+        let shuffle = match self.key_order {
+            KeyOrder::Shuffled => true,
+            KeyOrder::Schema => false,
+            KeyOrder::Mixed => self.rng.one_in(2),
+        };
+        if !shuffle {
+            return Some(Value::Object(map));
+        }
         let mut entries: Vec<(String, Value)> = map.into_iter().collect();
         for i in (1..entries.len()).rev() {
             let j = self.rng.below(i as u64 + 1) as usize;
@@ -213,9 +266,13 @@ impl<'m> Sampler<'m> {
                 let min = checks.min_items.unwrap_or(0);
                 let limit = checks.max_items.unwrap_or(u64::MAX);
                 let max = limit.min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
-                // Now and then exactly at the maximum, where revisions of a schema tend to differ.
+                // Now and then exactly at the maximum, where revisions of a schema tend to differ,
+                // and near the top without a maximum (a revision adding `maxItems` is witnessed
+                // only beyond it).
                 let count = if depth < DEPTH_BUDGET && limit <= 64 && self.rng.one_in(8) {
                     limit
+                } else if depth == 0 && checks.max_items.is_none() && self.rng.one_in(16) {
+                    self.rng.between(min + 4, min + LONG_ARRAY)
                 } else {
                     self.rng.between(min, max.max(min))
                 };
@@ -250,20 +307,24 @@ impl<'m> Sampler<'m> {
     }
 
     /// A string meeting `checks`: its length drawn between the bounds, its text from the
-    /// pattern when there is one.
+    /// pattern when there is one; never one whose length the reference and JSON Schema count
+    /// differently.
     fn string(&mut self, checks: &Checks) -> Option<Value> {
         let min = checks.min_length.unwrap_or(0);
-        let max = checks.max_length.unwrap_or(min.max(12) + 8).max(min);
+        let max = checks.max_length.unwrap_or(u64::MAX).max(min);
         let fits = |s: &str| {
-            let n = text_length(s) as u64;
-            n >= min && n <= max
+            let n = text_length(s);
+            n == s.chars().count() && (min..=max).contains(&(n as u64))
         };
         match &checks.pattern {
             None => {
                 // Now and then right at a bound, where revisions of a schema tend to differ.
-                let length = match self.rng.below(8) {
-                    0 => min,
-                    1 if max <= 4096 => max,
+                // Without a maximum, now and then a long one: a revision that adds a
+                // `maxLength` is witnessed only by strings beyond it.
+                let length = match self.rng.below(16) {
+                    0 | 1 => min,
+                    2 | 3 if max <= 4096 => max,
+                    4 if checks.max_length.is_none() => self.rng.between(min + 13, min + LONG_STRING),
                     _ => self.rng.between(min, max.min(min + 12)),
                 };
                 let text = self.text(length);
@@ -335,6 +396,13 @@ impl<'m> Sampler<'m> {
             (false, true) => (hi - 1000.0, hi),
             (false, false) => (-1000.0, 1000.0),
         };
+        // Without a bound on one side, now and then far out on it (up to +-2^53 - 1): a
+        // revision that adds a `maximum` or `minimum` is witnessed only beyond it.
+        let (lo, hi) = match (checks_lower(checks), checks_upper(checks), self.rng.below(16)) {
+            (_, false, 0) => (hi, MAX_SAFE),
+            (false, _, 1) => (-MAX_SAFE, lo),
+            _ => (lo, hi),
+        };
         let ok = |v: f64| {
             checks.minimum.is_none_or(|m| v >= m)
                 && checks.maximum.is_none_or(|m| v <= m)
@@ -380,198 +448,22 @@ impl<'m> Sampler<'m> {
             }
         }
     }
-
-    /// `value` (of the named type `rust_name`) with one place changed the way a faulty peer
-    /// might change it. The result may still be valid.
-    pub fn mutate(&mut self, rust_name: &str, value: &Value) -> Value {
-        let mut out = value.clone();
-        let model = self.model;
-        let Some(def) = model.by_rust_name(rust_name) else { return out };
-        let kind = def.kind.clone();
-        self.mutate_kind(&kind, &mut out, 0);
-        out
-    }
-
-    fn mutate_kind(&mut self, kind: &TypeKind, value: &mut Value, depth: usize) {
-        match kind {
-            TypeKind::Newtype(shape) => self.mutate_shape(shape, value, depth),
-            TypeKind::Struct(s) => self.mutate_object(s, value, depth),
-            TypeKind::Union(u) => {
-                // Descend into the variant the value most likely is, or mutate here.
-                let candidates: Vec<&Shape> = u
-                    .variants
-                    .iter()
-                    .filter_map(|v| match &v.kind {
-                        VariantKind::Value(shape) => Some(shape),
-                        VariantKind::Literal(_) => None,
-                    })
-                    .collect();
-                if candidates.is_empty() || self.rng.one_in(3) {
-                    *value = self.wrong_type(value);
-                } else {
-                    let shape = (*self.rng.pick(&candidates)).clone();
-                    self.mutate_shape(&shape, value, depth);
-                }
-            }
-        }
-    }
-
-    fn mutate_object(&mut self, s: &Struct, value: &mut Value, depth: usize) {
-        let Value::Object(map) = value else {
-            *value = self.wrong_type(value);
-            return;
-        };
-        let fields: Vec<&crate::model::Field> = s.fields().filter(|f| map.contains_key(&f.key)).collect();
-        match self.rng.below(6) {
-            0 if !map.is_empty() => {
-                let keys: Vec<String> = map.keys().cloned().collect();
-                let key = self.rng.pick(&keys).clone();
-                map.remove(&key);
-            }
-            1 => {
-                let length = self.rng.between(1, 6);
-                let key = self.text(length);
-                let extra = self.any_json(DEPTH_BUDGET);
-                map.insert(key, extra);
-            }
-            2 => {
-                let literals: Vec<&crate::model::Literal> = s.literals().collect();
-                if let Some(literal) = literals.get(self.rng.below(literals.len().max(1) as u64) as usize) {
-                    let wrong = match &literal.value {
-                        LiteralValue::String(t) => Value::String(format!("{t}x")),
-                        LiteralValue::Bool(b) => Value::Bool(!b),
-                        LiteralValue::Number(n) => number_value(n + 1.0),
-                        LiteralValue::Null => Value::Bool(false),
-                    };
-                    map.insert(literal.key.clone(), wrong);
-                }
-            }
-            _ if !fields.is_empty() && depth < 12 => {
-                let field = (*self.rng.pick(&fields)).clone();
-                if let Some(inner) = map.get_mut(&field.key) {
-                    self.mutate_shape(&field.shape, inner, depth + 1);
-                }
-            }
-            _ => {
-                let keys: Vec<String> = map.keys().cloned().collect();
-                if let Some(key) = keys.get(self.rng.below(keys.len().max(1) as u64) as usize).cloned() {
-                    if let Some(inner) = map.get_mut(&key) {
-                        *inner = self.wrong_type(inner);
-                    }
-                }
-            }
-        }
-    }
-
-    fn mutate_shape(&mut self, shape: &Shape, value: &mut Value, depth: usize) {
-        let checks = &shape.checks;
-        match (&shape.ty, &mut *value) {
-            (TypeExpr::Named { name, .. }, _) => {
-                let model = self.model;
-                if let Some(def) = model.by_rust_name(name) {
-                    let kind = def.kind.clone();
-                    self.mutate_kind(&kind, value, depth + 1);
-                }
-            }
-            (TypeExpr::Nullable(inner), Value::Null) => {
-                if let Some(v) = self.shape(inner, DEPTH_BUDGET) {
-                    *value = v;
-                }
-                let inner = (**inner).clone();
-                self.mutate_shape(&inner, value, depth);
-            }
-            (TypeExpr::Nullable(inner), _) => {
-                let inner = (**inner).clone();
-                self.mutate_shape(&inner, value, depth);
-            }
-            (TypeExpr::String, Value::String(text)) => match self.rng.below(4) {
-                0 => {
-                    let n = checks.max_length.unwrap_or(8) + 1;
-                    text.push_str(&self.text(n));
-                }
-                1 => {
-                    let keep = checks.min_length.unwrap_or(1).saturating_sub(1) as usize;
-                    *text = text.chars().take(keep).collect();
-                }
-                2 => text.insert(0, '\u{1F600}'),
-                _ => *value = self.wrong_type(value),
-            },
-            (TypeExpr::Integer | TypeExpr::Number, Value::Number(n)) => {
-                let v = n.as_f64().unwrap_or(0.0);
-                let bounds: Vec<f64> =
-                    [checks.minimum, checks.maximum, checks.exclusive_minimum, checks.exclusive_maximum]
-                        .into_iter()
-                        .flatten()
-                        .collect();
-                *value = match self.rng.below(4) {
-                    0 if !bounds.is_empty() => {
-                        let b = *self.rng.pick(&bounds);
-                        number_value(b + [-1.0, -0.5, 0.0, 0.5, 1.0][self.rng.below(5) as usize])
-                    }
-                    1 => number_value(v + 0.25),
-                    2 => number_value(-v - 1.0),
-                    _ => self.wrong_type(value),
-                };
-            }
-            (TypeExpr::Array(items), Value::Array(elements)) => match self.rng.below(4) {
-                0 => {
-                    elements.clear();
-                }
-                1 => {
-                    let n = checks.max_items.unwrap_or(3) as usize + 1;
-                    while elements.len() < n {
-                        match self.shape(items, DEPTH_BUDGET) {
-                            Some(v) => elements.push(v),
-                            None => break,
-                        }
-                    }
-                }
-                2 if !elements.is_empty() => {
-                    let i = self.rng.below(elements.len() as u64) as usize;
-                    let items = (**items).clone();
-                    self.mutate_shape(&items, &mut elements[i], depth + 1);
-                }
-                _ => *value = self.wrong_type(value),
-            },
-            (TypeExpr::Record(record), Value::Object(map)) => match self.rng.below(3) {
-                0 => {
-                    let length = self.rng.between(0, 3);
-                    let key = format!("{}-{}", self.text(length), self.rng.below(100));
-                    let extra = self.any_json(DEPTH_BUDGET);
-                    map.insert(key, extra);
-                }
-                1 if !map.is_empty() => {
-                    let keys: Vec<String> = map.keys().cloned().collect();
-                    let key = self.rng.pick(&keys).clone();
-                    let values = record.values.clone();
-                    if let Some(inner) = map.get_mut(&key) {
-                        self.mutate_shape(&values, inner, depth + 1);
-                    }
-                }
-                _ => *value = self.wrong_type(value),
-            },
-            _ => *value = self.wrong_type(value),
-        }
-    }
-
-    /// A value of another JSON type than `value`.
-    fn wrong_type(&mut self, value: &Value) -> Value {
-        let options = [
-            Value::Null,
-            Value::Bool(true),
-            Value::from(7),
-            Value::from(-2.5),
-            Value::String("x".into()),
-            Value::Array(vec![Value::from(1)]),
-            Value::Object(Map::new()),
-        ];
-        let same_type = |a: &Value, b: &Value| std::mem::discriminant(a) == std::mem::discriminant(b);
-        let others: Vec<&Value> = options.iter().filter(|o| !same_type(o, value)).collect();
-        (*self.rng.pick(&others)).clone()
-    }
 }
 
 /// A JSON number for `v`: an integer when integral (and not `-0`), a float otherwise.
+/// The largest integer a JSON number holds exactly, as a float: 2^53 - 1.
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+/// Whether `checks` bound a number from below.
+fn checks_lower(checks: &Checks) -> bool {
+    checks.minimum.is_some() || checks.exclusive_minimum.is_some()
+}
+
+/// Whether `checks` bound a number from above.
+fn checks_upper(checks: &Checks) -> bool {
+    checks.maximum.is_some() || checks.exclusive_maximum.is_some()
+}
+
 fn number_value(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 && !(v == 0.0 && v.is_sign_negative()) {
         Value::from(v as i64)
@@ -654,6 +546,36 @@ mod tests {
         assert!((0..1000).map(|_| a.unit()).all(|u| (0.0..1.0).contains(&u)));
     }
 
+    /// A pattern without `maxLength` once capped drawn strings at 20 characters, so no UUID
+    /// (36) could be drawn and every v8 request, cancel and server hello was `None`.
+    #[test]
+    fn every_type_of_the_v8_schema_can_be_drawn() {
+        let model = Model::from_json(include_str!("../../schema/pi-protocol.v8.json"), "v8").unwrap();
+        for def in &model.types {
+            let drawn = (0..20).filter(|&seed| Sampler::new(&model, seed).value(&def.rust_name).is_some()).count();
+            assert_eq!(drawn, 20, "{}", def.rust_name);
+        }
+    }
+
+    #[test]
+    fn keys_come_in_the_order_asked_for() {
+        let model = Model::from_json(include_str!("../../schema/pi-protocol.v8.json"), "v8").unwrap();
+        let first_keys = |order: KeyOrder| -> Vec<String> {
+            (0..200)
+                .map(|seed| {
+                    let message = Sampler::new(&model, seed).key_order(order).message(Side::Client).unwrap();
+                    message.as_object().unwrap().keys().next().unwrap().clone()
+                })
+                .collect()
+        };
+        // Every v8 client message lists `type` first in the schema.
+        let in_schema_order = |keys: &[String]| keys.iter().filter(|k| *k == "type").count();
+        assert_eq!(in_schema_order(&first_keys(KeyOrder::Schema)), 200);
+        let shuffled = in_schema_order(&first_keys(KeyOrder::Shuffled));
+        let mixed = in_schema_order(&first_keys(KeyOrder::Mixed));
+        assert!(shuffled < 120 && mixed > shuffled && mixed < 200, "shuffled {shuffled}, mixed {mixed}");
+    }
+
     #[test]
     fn strings_from_patterns_match_them() {
         let model = Model {
@@ -672,6 +594,30 @@ mod tests {
                 let text = sampler.matching(pattern).expect("a match");
                 assert!(compiled.matches(&text), "{pattern} on {text:?}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod pattern_length_tests {
+    use super::*;
+
+    /// A pattern longer than the lengths drawn for plain strings (a UUID: 36 characters), with
+    /// no `maxLength`, must still be drawn: every version 8 message type comes up.
+    #[test]
+    fn long_patterns_without_a_max_length_are_drawn() {
+        let model = Model::from_json(include_str!("../../schema/pi-protocol.v8.json"), "v8").unwrap();
+        let mut sampler = Sampler::new(&model, 11);
+        let id = sampler.value("ServerId").expect("a server id");
+        assert_eq!(id.as_str().map(str::len), Some(36), "{id}");
+        for side in Side::BOTH {
+            let mut kinds = HashSet::new();
+            for _ in 0..200 {
+                let message = sampler.message(side).expect("a message");
+                kinds.insert(message["type"].to_string());
+            }
+            let want = if side == Side::Client { 3 } else { 5 };
+            assert_eq!(kinds.len(), want, "{} messages drawn: {kinds:?}", side.as_str());
         }
     }
 }

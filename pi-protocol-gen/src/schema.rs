@@ -12,20 +12,13 @@ use serde_json::{Map, Value};
 use crate::error::{GenError, Result};
 use crate::x_rust::{self, Location};
 
-/// Every JSON Schema keyword the generator understands, wherever it may appear.
-const VOCABULARY: &[&str] = &[
-    "$schema",
-    "$id",
-    "$defs",
-    "definitions",
-    "$ref",
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "const",
-    "enum",
+/// Every JSON Schema keyword the generator understands, wherever it may appear, besides the
+/// [`TYPED`] ones.
+const VOCABULARY: &[&str] =
+    &["$schema", "$id", "$defs", "definitions", "$ref", "type", "const", "enum", "anyOf", "oneOf"];
+
+/// The keywords that constrain values of one JSON type, so a schema using them needs a `type`.
+pub(crate) const TYPED: &[&str] = &[
     "minLength",
     "maxLength",
     "pattern",
@@ -36,8 +29,10 @@ const VOCABULARY: &[&str] = &[
     "items",
     "minItems",
     "maxItems",
-    "anyOf",
-    "oneOf",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
 ];
 
 /// Keywords that only annotate: they may appear on every schema object and change nothing.
@@ -183,7 +178,7 @@ impl<'a> Node<'a> {
             } else if !allowed.contains(&key) && !ANNOTATIONS.contains(&key) && !ANYWHERE.contains(&key) {
                 let message = if let Some((_, instead)) = OUTSIDE.iter().find(|(k, _)| *k == key) {
                     format!("keyword outside the schema language: {instead}")
-                } else if VOCABULARY.contains(&key) {
+                } else if VOCABULARY.contains(&key) || TYPED.contains(&key) {
                     format!("keyword not allowed in {what}")
                 } else {
                     "unsupported keyword".to_string()

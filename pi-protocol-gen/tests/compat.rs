@@ -267,9 +267,12 @@ fn union_members_and_enum_values_added_and_removed() {
     assert_eq!(note(&report).backward.reasons[0].change, Change::VariantRemoved);
 }
 
+/// An edit of a schema document in place.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn bounds_tightened_break_backward_and_loosened_break_forward() {
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>, Box<dyn Fn(&mut Value)>)> = vec![
+    let edits: Vec<(&str, Edit, Edit)> = vec![
         (
             "minLength",
             Box::new(|v| v["$defs"]["Id"]["minLength"] = json!(2)),
@@ -308,18 +311,39 @@ fn bounds_tightened_break_backward_and_loosened_break_forward() {
             Box::new(|_| {}),
         ),
     ];
+    let mut details = Vec::new();
     for (name, tighten, loosen) in edits {
         let report = diff(|v| tighten(v));
         assert!(!note(&report).backward.holds() && note(&report).forward.holds(), "{name} tightened");
         assert_eq!(note(&report).backward.reasons[0].change, Change::BoundTightened, "{name}");
+        details.push(note(&report).backward.reasons[0].detail.clone());
         let mut new = base();
         loosen(&mut new);
         if new != base() {
             let report = compare(&base(), &new);
             assert!(note(&report).backward.holds() && !note(&report).forward.holds(), "{name} loosened");
             assert_eq!(note(&report).forward.reasons[0].change, Change::BoundLoosened, "{name}");
+            details.push(note(&report).forward.reasons[0].detail.clone());
         }
     }
+    // Each reason gives the bound in the old schema, then in the new one.
+    assert_eq!(
+        details,
+        [
+            "minLength: 1 -> 2",
+            "minLength: 1 -> 0",
+            "maxLength: 10 -> 5",
+            "maxLength: 10 -> 20",
+            "lower bound: >= 0 -> >= 1",
+            "lower bound: >= 0 -> >= -1",
+            "upper bound: <= 100 -> <= 50",
+            "upper bound: <= 100 -> none",
+            "minItems: none -> 1",
+            "maxItems: 3 -> 2",
+            "maxItems: 3 -> 4",
+            "lower bound: >= 0 -> > 0",
+        ]
+    );
     // A changed pattern breaks where a witness shows it: tightened, old values fail; loosened,
     // every old value still matches (the rule alone could not tell), new ones may not.
     let report = diff(|v| props(v)["tags"]["items"]["pattern"] = json!("^[a-c]+$"));

@@ -236,3 +236,44 @@ fn the_reference_form_folds_repeated_schemas_into_types() {
     let code = generate(&text, "reference-v8.json").unwrap();
     assert_snapshot("reference_v8", &code);
 }
+
+/// Accessors on unions: a field two variants share with one type gets one (`&T` when every
+/// variant holds it required, else `Option<&T>`), through nested unions too; a field of two
+/// types, or of one variant, gets none; strings and boxes are handed out dereferenced.
+#[test]
+fn unions_get_accessors_for_the_fields_their_variants_share() {
+    let tagged = |tag: &str, extra: Value| {
+        let mut properties = json!({ "kind": { "const": tag } });
+        properties.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        object(properties)
+    };
+    let mut maybe = tagged("maybe", json!({ "name": { "type": "string" }, "note": { "type": ["string", "null"] } }));
+    maybe["required"] = json!(["kind"]);
+    assert_generates(
+        "accessors",
+        json!({
+            "Shape": { "anyOf": [
+                { "$ref": "#/$defs/Circle" },
+                { "$ref": "#/$defs/Square" },
+                { "$ref": "#/$defs/Maybe" },
+                { "$ref": "#/$defs/Group" }
+            ] },
+            "Circle": tagged("circle", json!({
+                "name": { "type": "string" },
+                "size": { "type": "integer" },
+                "note": { "type": ["string", "null"] },
+                "only": { "type": "boolean" }
+            })),
+            "Square": tagged("square", json!({
+                "name": { "type": "string" },
+                "size": { "type": "number" },
+                "note": { "type": ["string", "null"] }
+            })),
+            "Maybe": maybe,
+            "Group": { "anyOf": [
+                tagged("group", json!({ "mode": { "const": "pair" }, "name": { "type": "string" } })),
+                tagged("group", json!({ "mode": { "const": "many" }, "name": { "type": "string" } }))
+            ] }
+        }),
+    );
+}

@@ -5,23 +5,25 @@
 //! stream of the conformance vectors and the captures, for hand-made hostile payloads, and for
 //! thousands of mutated frames; the JSON entry points (`validate_json`, `encode_canonical`,
 //! `encode_json_frame`) against `parse_*_message`, the typed encoder and `encode_*_json`.
+//! Random instances of both forms are compared with types generated from the same form in the
+//! schema suite (`tests/schema-suite/tests/interpret.rs`, schemas `own-v8` and `reference-v8`).
 
 mod support;
 
 use std::sync::OnceLock;
 
+use pi_protocol::runtime::wire_json::wire_cbor;
+use pi_protocol::runtime::{CborLimits, CodecOptions, ProtocolError};
 use pi_protocol::{
     encode_client_json, encode_server_json, parse_client_message, parse_server_message, ClientMessage, ServerMessage,
 };
 use pi_protocol_gen::interpret::Interpreter;
 use pi_protocol_gen::model::Side;
-use pi_protocol_runtime::wire_json::wire_cbor;
-use pi_protocol_runtime::{CborLimits, CodecOptions, ProtocolError};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use support::{
-    difference, frame, interpreted, interpreted_stream, mutate, mutation, payloads_of, recorded_streams, typed,
-    typed_stream, Verdict,
+    difference, frame, interpreted, interpreted_stream, mutate, mutation, payloads_of, recorded_streams, same_encoding,
+    typed, typed_stream, Verdict,
 };
 
 fn v8() -> &'static Interpreter {
@@ -53,7 +55,8 @@ fn typed_stream_of(side: Side, stream: &[u8], options: &CodecOptions) -> Vec<Ver
 }
 
 /// Compares one payload on both sides (a client payload read as a server message gives errors
-/// worth comparing too); returns the number of comparisons and accepted messages.
+/// worth comparing too), and the interpreter's `check` with its `decode`; returns the number of
+/// comparisons and accepted messages.
 fn compare_payload(
     name: &str,
     interpreter: &Interpreter,
@@ -69,6 +72,12 @@ fn compare_payload(
         if let Some(d) = difference(&format!("{name} as {} {}", side.as_str(), hex::encode(payload)), &[typed], &[ours])
         {
             failures.push(d);
+        }
+        // The verdict alone (payloads checked, never built) is the same, error included.
+        let checked = interpreter.check(side, payload, limits);
+        let decoded = interpreter.decode(side, payload, limits).map(drop);
+        if checked != decoded {
+            failures.push(format!("{name} as {}: check gives {checked:?}, decode {decoded:?}", side.as_str()));
         }
     }
     (2, accepted)
@@ -381,47 +390,6 @@ proptest! {
     }
 }
 
-fn v8_model() -> &'static pi_protocol_gen::Model {
-    static MODEL: OnceLock<pi_protocol_gen::Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let text = String::from_utf8(support::repo_file("schema/pi-protocol.v8.json")).expect("UTF-8");
-        pi_protocol_gen::Model::from_json(&text, "schema/pi-protocol.v8.json").expect("the schema")
-    })
-}
-
-proptest! {
-    #![proptest_config(support::config(3_000))]
-
-    /// Random instances of the v8 schema (mostly valid, keys in any order), mutated or not:
-    /// the same stream verdicts, and the same JSON entry point results.
-    #[test]
-    fn random_instances_decode_alike(seed in any::<u64>(), mutations in prop::collection::vec(mutation(), 0..3)) {
-        for side in Side::BOTH {
-            let def = v8_model().message_type(side).expect("both sides");
-            let value = support::sample::Sampler::new(v8_model(), seed).instance(def);
-            let typed = typed_validate(side, &value);
-            for (form, interpreter) in interpreters() {
-                let ours = interpreter.encode_canonical(side, &value);
-                let agree = match (&typed, &ours) {
-                    (Ok(a), Ok(b)) => a == b,
-                    (Err(a), Err(b)) => same_error(a, b),
-                    _ => false,
-                };
-                prop_assert!(agree, "{form} {} {value}: {typed:?} / {ours:?}", side.as_str());
-            }
-            let Ok(payload) = pi_protocol_runtime::Payload::from_value(&value) else { continue };
-            let stream = mutate(&frame(payload.as_cbor()), &mutations);
-            for reader in Side::BOTH {
-                let typed = typed_stream_of(reader, &stream, &CodecOptions::new());
-                for (form, interpreter) in interpreters() {
-                    let ours = interpreted_stream(interpreter, reader, &stream, &CodecOptions::new());
-                    prop_assert!(typed == ours, "{}", difference(&format!("{form} {} {}", reader.as_str(), hex::encode(&stream)), &typed, &ours).unwrap_or_default());
-                }
-            }
-        }
-    }
-}
-
 // ------------------------------------------------------------------ the JSON entry points
 
 fn typed_validate(side: Side, value: &Value) -> Result<Vec<u8>, ProtocolError> {
@@ -436,10 +404,6 @@ fn typed_json_frame(side: Side, value: &Value, options: &CodecOptions) -> Result
         Side::Client => encode_client_json(value, options),
         Side::Server => encode_server_json(value, options),
     }
-}
-
-fn same_error(a: &ProtocolError, b: &ProtocolError) -> bool {
-    a.kind() == b.kind() && a.rule() == b.rule() && a.path().eq(b.path()) && a.offset() == b.offset()
 }
 
 /// JSON values: every message of the vectors and captures, the encode vectors' messages, and
@@ -494,24 +458,14 @@ fn json_entry_points_agree_with_the_generated_types() {
                 let typed = typed_validate(side, value);
                 let canonical = interpreter.encode_canonical(side, value);
                 let validated = interpreter.validate_json(side, value);
-                let agree = match (&typed, &canonical) {
-                    (Ok(a), Ok(b)) => a == b,
-                    (Err(a), Err(b)) => same_error(a, b),
-                    _ => false,
-                };
-                if !agree || validated.is_ok() != typed.is_ok() {
+                if !same_encoding(&typed, &canonical) || validated.is_ok() != typed.is_ok() {
                     failures.push(format!("{form} {} {value}: {typed:?} / {canonical:?}", side.as_str()));
                 }
                 accepted += usize::from(typed.is_ok());
                 for options in &options {
                     let typed = typed_json_frame(side, value, options);
                     let ours = interpreter.encode_json_frame(side, value, options);
-                    let agree = match (&typed, &ours) {
-                        (Ok(a), Ok(b)) => a == b,
-                        (Err(a), Err(b)) => same_error(a, b),
-                        _ => false,
-                    };
-                    if !agree {
+                    if !same_encoding(&typed, &ours) {
                         failures.push(format!("{form} {} frame {value}: {typed:?} / {ours:?}", side.as_str()));
                     }
                 }

@@ -71,12 +71,12 @@ fn constructs_of_the_language_become_the_documented_shapes() {
     let json_value = union(&model, "JsonValue");
     assert_eq!(json_value.variants.len(), 6);
     assert!(matches!(json_value.variants[0].kind, VariantKind::Literal(LiteralValue::Null)));
-    // Its record variant carries a key pattern (`^.*$`), so it is a newtype over the record.
+    // Its record variant's key pattern (`^.*$`) has no `additionalProperties: false`, so it
+    // constrains no key: a plain record of JSON values in place.
     let VariantKind::Value(record) = &json_value.variants[5].kind else { panic!("a value variant") };
-    let TypeExpr::Named { name, .. } = &record.ty else { panic!("a named newtype") };
-    assert!(
-        matches!(&model.by_rust_name(name).unwrap().kind, TypeKind::Newtype(s) if matches!(&s.ty, TypeExpr::Record(_)))
-    );
+    let TypeExpr::Record(record) = &record.ty else { panic!("a record in place: {record:?}") };
+    assert_eq!(record.keys.pattern, None);
+    assert_eq!(record.values.ty, TypeExpr::Named { name: "JsonValue".into(), boxed: false });
     // A struct that contains itself directly is boxed; through an array it is not.
     let TypeKind::Struct(tree) = &model.by_rust_name("Tree").unwrap().kind else { panic!("a struct") };
     let field = |key: &str| tree.fields().find(|f| f.key == key).unwrap().shape.ty.clone();
@@ -130,6 +130,11 @@ fn optional_nullable_and_records_keep_their_meaning() {
                 "n": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
                 "o": { "type": ["integer", "null"] },
                 "r": { "type": "object", "patternProperties": { "^[a-z]+$": { "type": "boolean" } } },
+                "closed": {
+                    "type": "object",
+                    "patternProperties": { "^[a-z]+$": { "type": "boolean" } },
+                    "additionalProperties": false
+                },
                 "free": { "type": "object", "additionalProperties": {} },
                 "any": { "type": "object" }
             },
@@ -141,8 +146,12 @@ fn optional_nullable_and_records_keep_their_meaning() {
     let f = |k: &str| a.fields().find(|f| f.key == k).unwrap();
     assert!(!f("n").optional && matches!(f("n").shape.ty, TypeExpr::Nullable(_)));
     assert!(f("o").optional && matches!(f("o").shape.ty, TypeExpr::Nullable(_)));
+    // A key pattern constrains the keys only with `additionalProperties: false`; either way it
+    // gives the values' schema.
     let TypeExpr::Record(r) = &f("r").shape.ty else { panic!("a record") };
-    assert_eq!(r.keys.pattern.as_deref(), Some("^[a-z]+$"));
+    assert_eq!((r.keys.pattern.as_deref(), &r.values.ty), (None, &TypeExpr::Boolean));
+    let TypeExpr::Record(closed) = &f("closed").shape.ty else { panic!("a record") };
+    assert_eq!((closed.keys.pattern.as_deref(), &closed.values.ty), (Some("^[a-z]+$"), &TypeExpr::Boolean));
     assert!(matches!(&f("free").shape.ty, TypeExpr::Record(r) if r.values.ty == TypeExpr::Payload));
     assert!(matches!(&f("any").shape.ty, TypeExpr::Record(r) if r.values.ty == TypeExpr::Payload));
 }

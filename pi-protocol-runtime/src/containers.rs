@@ -1,6 +1,7 @@
 //! Codec impls of the generic containers a schema maps to: `Vec<T>` (an array), `Option<T>` (a
 //! nullable value: `null` is `None`), `Box<T>` (a recursive type's indirection) and
-//! [`Record<T>`](crate::Record) (an object with free keys, in its own module).
+//! [`Record<T>`](crate::Record) (an object with free keys, in its own module); and the encoding
+//! of a value behind a reference or an `Arc`.
 //!
 //! Arrays are read against the reader's limits: the container limit and the remaining input
 //! bound the element count before anything is allocated, and the first allocation is capped
@@ -117,6 +118,37 @@ impl<T: Encode> Encode for Box<T> {
 }
 
 impl<T: Validate> Validate for Box<T> {
+    fn validate(&self) -> Result<(), ProtocolError> {
+        (**self).validate()
+    }
+}
+
+/// A message is encoded through a reference or an [`Arc`](std::sync::Arc) as itself, so that an
+/// encoder generic over its message type can be handed messages that stay with their owner or
+/// are shared between connections (`tokio_util`'s `MessageCodec<In, &Out>` in `pi-protocol`).
+impl<T: Encode + ?Sized> Encode for &T {
+    #[inline]
+    fn encode(&self, writer: &mut Writer) {
+        (**self).encode(writer);
+    }
+}
+
+impl<T: Validate + ?Sized> Validate for &T {
+    #[inline]
+    fn validate(&self) -> Result<(), ProtocolError> {
+        (**self).validate()
+    }
+}
+
+impl<T: Encode + ?Sized> Encode for std::sync::Arc<T> {
+    #[inline]
+    fn encode(&self, writer: &mut Writer) {
+        (**self).encode(writer);
+    }
+}
+
+impl<T: Validate + ?Sized> Validate for std::sync::Arc<T> {
+    #[inline]
     fn validate(&self) -> Result<(), ProtocolError> {
         (**self).validate()
     }

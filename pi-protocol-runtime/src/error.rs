@@ -192,6 +192,9 @@ pub enum Rule {
     DecoderFailed,
     /// The decoder's `end()` was already called.
     DecoderEnded,
+    /// `end()` was called while bytes received earlier were not read yet (left by a pull-style
+    /// reader dropped before its end): read them first.
+    UnreadFrames,
 }
 
 impl fmt::Display for Rule {
@@ -248,6 +251,7 @@ impl fmt::Display for Rule {
             Rule::UnencodableNumber => f.write_str("number is not finite or is an integer beyond +-(2^53 - 1)"),
             Rule::DecoderFailed => f.write_str("decoder already failed"),
             Rule::DecoderEnded => f.write_str("decoder already ended"),
+            Rule::UnreadFrames => f.write_str("received bytes were not read before the end"),
         }
     }
 }

@@ -46,11 +46,29 @@ pub fn check_encoded_length(len: usize, max_frame_length: u32) -> Result<(), Pro
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Open,
+    /// Open, with bytes in `backlog`: they come before the next chunk (and keep the fast path
+    /// of `push_with`, which checks for `Open`, from appending a chunk ahead of them).
+    Backlog,
     Failed,
     Ended,
 }
 
+/// Where [`FrameDecoder::next_in`] found a complete frame.
+enum Found<'c> {
+    /// In the decoder's own buffer, gathered from several chunks; the value is its offset.
+    Buffered(u64),
+    /// Inside the chunk: the payload and the frame's offset.
+    InChunk(&'c [u8], u64),
+}
+
+/// Largest buffer kept for the next partial frame once the frame in it has been delivered.
+const KEPT_BUFFER_CAPACITY: usize = 64 * 1024;
+
 /// Splits a byte stream into frame payloads (see the module documentation).
+///
+/// Two ways to feed it: [`push_with`](Self::push_with) calls a closure for each frame a chunk
+/// completes; [`frames`](Self::frames) hands them out one at a time (pull style). They may be
+/// mixed on one stream.
 ///
 /// After any error the decoder is failed for good; after a successful [`end`](Self::end) it is
 /// ended. Both refuse every later call.
@@ -75,6 +93,10 @@ pub struct FrameDecoder {
     /// checked; 0 while unknown. Lets a chunk that does not complete the frame be appended
     /// without looking at the header again.
     pending_total: usize,
+    /// Bytes of a chunk that a [`Frames`] dropped early had not read yet (see
+    /// [`frames`](Self::frames)): they come after those in `partial` and before the next
+    /// chunk. Not empty only in the `Backlog` state.
+    backlog: Vec<u8>,
     state: State,
 }
 
@@ -92,6 +114,7 @@ impl FrameDecoder {
             partial: Vec::new(),
             offset: 0,
             pending_total: 0,
+            backlog: Vec::new(),
             state: State::Open,
         }
     }
@@ -125,10 +148,16 @@ impl FrameDecoder {
         !self.partial.is_empty()
     }
 
+    /// Bytes received but not yet read: those a [`Frames`] dropped before its end left behind
+    /// (delivered first by the next call). 0 in every other case.
+    pub fn unread_len(&self) -> usize {
+        self.backlog.len()
+    }
+
     #[inline]
     fn check_state(&self) -> Result<(), ProtocolError> {
         match self.state {
-            State::Open => Ok(()),
+            State::Open | State::Backlog => Ok(()),
             State::Failed => Err(ProtocolError::new(ErrorKind::State, Rule::DecoderFailed)),
             State::Ended => Err(ProtocolError::new(ErrorKind::State, Rule::DecoderEnded)),
         }
@@ -158,8 +187,17 @@ impl FrameDecoder {
     where
         F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
     {
-        // Fast path: the chunk continues a frame whose header is known and does not complete it
-        // (a stream arriving in small pieces). Nothing to check: append and return.
+        if self.append_to_partial(chunk) {
+            return Ok(());
+        }
+        self.push_slow(chunk, on_frame)
+    }
+
+    /// The fast path of both ways of feeding: when `chunk` continues a frame whose header is
+    /// known and does not complete it (a stream arriving in small pieces), there is nothing to
+    /// check: it is appended, and the result is `true`.
+    #[inline(always)]
+    fn append_to_partial(&mut self, chunk: &[u8]) -> bool {
         if self.state == State::Open
             && self.pending_total != 0
             && self.partial.len() + chunk.len() < self.pending_total
@@ -170,9 +208,9 @@ impl FrameDecoder {
             } else {
                 self.partial.extend_from_slice(chunk);
             }
-            return Ok(());
+            return true;
         }
-        self.push_slow(chunk, on_frame)
+        false
     }
 
     /// Everything but the fast path of [`push_with`](Self::push_with), kept out of line so that
@@ -182,75 +220,192 @@ impl FrameDecoder {
     where
         F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
     {
-        self.check_state()?;
+        if self.state != State::Open {
+            return self.push_not_open(chunk, &mut on_frame);
+        }
         let result = self.push_inner(chunk, &mut on_frame);
         if result.is_err() {
-            self.state = State::Failed;
-            self.partial = Vec::new();
-            self.pending_total = 0;
+            self.fail();
         }
         result
     }
 
+    /// [`push_slow`](Self::push_slow) in the other states: the backlog goes first; failed and
+    /// ended decoders refuse.
+    #[cold]
+    fn push_not_open<F>(&mut self, chunk: &[u8], on_frame: &mut F) -> Result<(), ProtocolError>
+    where
+        F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
+    {
+        self.check_state()?;
+        let backlog = std::mem::take(&mut self.backlog);
+        self.state = State::Open;
+        let result = self.push_inner(&backlog, on_frame).and_then(|()| self.push_inner(chunk, on_frame));
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    #[inline(always)]
     fn push_inner<F>(&mut self, mut chunk: &[u8], on_frame: &mut F) -> Result<(), ProtocolError>
     where
         F: FnMut(&[u8], u64) -> Result<(), ProtocolError>,
     {
-        // 1. Complete a frame left partial by earlier chunks.
+        // The steps of `next_in`, each in its own loop.
         if !self.partial.is_empty() {
-            if self.partial.len() < FRAME_HEADER_LENGTH {
-                let take = (FRAME_HEADER_LENGTH - self.partial.len()).min(chunk.len());
-                self.partial.extend_from_slice(&chunk[..take]);
-                chunk = &chunk[take..];
-                if self.partial.len() < FRAME_HEADER_LENGTH {
-                    return Ok(());
-                }
-            }
-            let header = [self.partial[0], self.partial[1], self.partial[2], self.partial[3]];
-            let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
-            self.pending_total = total;
-            let take = (total - self.partial.len()).min(chunk.len());
-            self.reserve_partial(take, total);
-            self.partial.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-            if self.partial.len() < total {
+            let Some(offset) = self.complete_partial(&mut chunk)? else {
                 return Ok(());
-            }
-            self.pending_total = 0;
-            let frame = std::mem::take(&mut self.partial);
-            let offset = self.offset;
-            self.offset += total as u64;
-            on_frame(&frame[FRAME_HEADER_LENGTH..], offset)?;
-            // Keep the allocation for the next partial frame when it is small.
-            if frame.capacity() <= 64 * 1024 {
-                self.partial = frame;
-                self.partial.clear();
-            }
+            };
+            on_frame(&self.partial[FRAME_HEADER_LENGTH..], offset)?;
+            self.release_buffer();
         }
-        // 2. Frames wholly inside the chunk go out without a copy.
-        while chunk.len() >= FRAME_HEADER_LENGTH {
-            let header = [chunk[0], chunk[1], chunk[2], chunk[3]];
-            let len = self.check_header(header, self.offset)?;
-            let total = FRAME_HEADER_LENGTH + len;
-            if chunk.len() < total {
-                break;
-            }
-            let offset = self.offset;
-            self.offset += total as u64;
-            on_frame(&chunk[FRAME_HEADER_LENGTH..total], offset)?;
-            chunk = &chunk[total..];
+        while let Some((payload, offset)) = self.frame_in_chunk(&mut chunk)? {
+            on_frame(payload, offset)?;
         }
-        // 3. Keep the tail (a partial header or frame), checking a complete header at once.
-        if !chunk.is_empty() {
-            if chunk.len() >= FRAME_HEADER_LENGTH {
-                let header = [chunk[0], chunk[1], chunk[2], chunk[3]];
-                let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
-                self.pending_total = total;
-                self.reserve_partial(chunk.len(), total);
-            }
-            self.partial.extend_from_slice(chunk);
-        }
+        self.keep_tail(chunk);
         Ok(())
+    }
+
+    /// Takes the bytes of the next frame from the front of `chunk` (advancing it): the frame
+    /// when one is complete (the decoder's offset then counts it), `None` when `chunk` has run
+    /// out, its tail kept for the next chunk. In order: a frame left partial by earlier chunks
+    /// is completed first; a frame wholly inside the chunk is returned in place, without a copy;
+    /// a tail (a partial header or frame) is copied into the buffer, a complete header in it
+    /// checked at once.
+    fn next_in<'c>(&mut self, chunk: &mut &'c [u8]) -> Result<Option<Found<'c>>, ProtocolError> {
+        if !self.partial.is_empty() {
+            return Ok(self.complete_partial(chunk)?.map(Found::Buffered));
+        }
+        if let Some((payload, offset)) = self.frame_in_chunk(chunk)? {
+            return Ok(Some(Found::InChunk(payload, offset)));
+        }
+        self.keep_tail(chunk);
+        *chunk = &[];
+        Ok(None)
+    }
+
+    /// The frame at the front of `chunk` when the chunk holds all of it (`chunk` then starts
+    /// after it): its payload and offset. When the chunk holds its header but not all of it,
+    /// the frame's length is checked and noted and the buffer made ready for the tail.
+    #[inline(always)]
+    fn frame_in_chunk<'c>(&mut self, chunk: &mut &'c [u8]) -> Result<Option<(&'c [u8], u64)>, ProtocolError> {
+        if chunk.len() < FRAME_HEADER_LENGTH {
+            return Ok(None);
+        }
+        let header = [chunk[0], chunk[1], chunk[2], chunk[3]];
+        let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
+        if chunk.len() < total {
+            self.pending_total = total;
+            self.reserve_partial(chunk.len(), total);
+            return Ok(None);
+        }
+        let offset = self.offset;
+        self.offset += total as u64;
+        let (frame, rest) = chunk.split_at(total);
+        *chunk = rest;
+        Ok(Some((&frame[FRAME_HEADER_LENGTH..], offset)))
+    }
+
+    /// Keeps the tail of a chunk (a partial header or frame) in the buffer.
+    #[inline]
+    fn keep_tail(&mut self, tail: &[u8]) {
+        if !tail.is_empty() {
+            self.partial.extend_from_slice(tail);
+        }
+    }
+
+    /// Adds the front of `chunk` to the frame in `partial`: the frame's offset once it is
+    /// complete.
+    fn complete_partial(&mut self, chunk: &mut &[u8]) -> Result<Option<u64>, ProtocolError> {
+        if self.partial.len() < FRAME_HEADER_LENGTH {
+            let take = (FRAME_HEADER_LENGTH - self.partial.len()).min(chunk.len());
+            self.partial.extend_from_slice(&chunk[..take]);
+            *chunk = &chunk[take..];
+            if self.partial.len() < FRAME_HEADER_LENGTH {
+                return Ok(None);
+            }
+        }
+        let header = [self.partial[0], self.partial[1], self.partial[2], self.partial[3]];
+        let total = FRAME_HEADER_LENGTH + self.check_header(header, self.offset)?;
+        self.pending_total = total;
+        let take = (total - self.partial.len()).min(chunk.len());
+        self.reserve_partial(take, total);
+        self.partial.extend_from_slice(&chunk[..take]);
+        *chunk = &chunk[take..];
+        if self.partial.len() < total {
+            return Ok(None);
+        }
+        self.pending_total = 0;
+        let offset = self.offset;
+        self.offset += total as u64;
+        Ok(Some(offset))
+    }
+
+    /// Empties the buffer after its frame was delivered, keeping the allocation for the next
+    /// partial frame when it is small.
+    fn release_buffer(&mut self) {
+        if self.partial.capacity() <= KEPT_BUFFER_CAPACITY {
+            self.partial.clear();
+        } else {
+            self.partial = Vec::new();
+        }
+    }
+
+    /// Pull-style feeding: the frames of `chunk` one at a time, from
+    /// [`Frames::next_frame`], each payload borrowed from `chunk` when the frame lies inside
+    /// it (from the decoder's buffer when earlier chunks hold its start). Nothing is allocated
+    /// but the buffer of a frame split across chunks, which is kept from frame to frame.
+    ///
+    /// Read it to its end (`None`): that is when a chunk's tail is kept for the next one. A
+    /// `Frames` dropped before its end keeps the bytes it did not read (a copy, the one case in
+    /// which this allocates for a chunk); their frames come first from the next call of
+    /// `frames` or [`push_with`](Self::push_with), and [`end`](Self::end) refuses to end the
+    /// stream before they are read.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::FrameDecoder;
+    /// let mut decoder = FrameDecoder::new();
+    /// let mut payloads = Vec::new();
+    /// for chunk in [&[0, 0, 0, 1, 0xf6, 0, 0][..], &[0, 2, 0x61, b'a']] {
+    ///     let mut frames = decoder.frames(chunk);
+    ///     while let Some(frame) = frames.next_frame() {
+    ///         let (payload, offset) = frame?;
+    ///         payloads.push((payload.to_vec(), offset));
+    ///     }
+    /// }
+    /// decoder.end()?;
+    /// assert_eq!(payloads, vec![(vec![0xf6], 0), (vec![0x61, b'a'], 5)]);
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    #[inline]
+    pub fn frames<'d, 'c>(&'d mut self, chunk: &'c [u8]) -> Frames<'d, 'c> {
+        if self.append_to_partial(chunk) {
+            // Nothing to hand out, nothing left unread.
+            return Frames {
+                decoder: self,
+                backlog: Vec::new(),
+                backlog_read: 0,
+                chunk: &[],
+                delivered: false,
+                done: true,
+            };
+        }
+        let backlog = std::mem::take(&mut self.backlog);
+        if self.state == State::Backlog {
+            self.state = State::Open;
+        }
+        Frames { decoder: self, backlog, backlog_read: 0, chunk, delivered: false, done: false }
+    }
+
+    /// One step of [`Frames::next_frame`] over `chunk`.
+    fn pull<'c>(&mut self, chunk: &mut &'c [u8]) -> Result<Option<Found<'c>>, ProtocolError> {
+        self.check_state()?;
+        let found = self.next_in(chunk);
+        if found.is_err() {
+            self.fail();
+        }
+        found
     }
 
     /// Makes room in the partial buffer for `more` bytes of a frame of `total` bytes.
@@ -276,13 +431,15 @@ impl FrameDecoder {
     ///
     /// # Errors
     /// `Frame`/`TruncatedFrame` when a header or payload is partly received (the decoder fails);
-    /// `State` errors once failed or ended.
+    /// `State`/`UnreadFrames` while bytes a dropped [`Frames`] left behind are not read yet (the
+    /// decoder stays usable: read them, then end); `State` errors once failed or ended.
     pub fn end(&mut self) -> Result<(), ProtocolError> {
         self.check_state()?;
+        if self.state == State::Backlog {
+            return Err(ProtocolError::new(ErrorKind::State, Rule::UnreadFrames).with_offset(self.offset));
+        }
         if !self.partial.is_empty() {
-            self.state = State::Failed;
-            self.partial = Vec::new();
-            self.pending_total = 0;
+            self.fail();
             return Err(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(self.offset));
         }
         self.state = State::Ended;
@@ -294,5 +451,129 @@ impl FrameDecoder {
         self.state = State::Failed;
         self.partial = Vec::new();
         self.pending_total = 0;
+        self.backlog = Vec::new();
+    }
+}
+
+/// The frames of one chunk, handed out one at a time: see [`FrameDecoder::frames`].
+///
+/// Not an [`Iterator`]: each payload may borrow the decoder's buffer, so it must be let go
+/// before the next call of [`next_frame`](Self::next_frame).
+#[derive(Debug)]
+#[must_use = "the frames of the chunk are only read by next_frame"]
+pub struct Frames<'d, 'c> {
+    decoder: &'d mut FrameDecoder,
+    /// Unread bytes an earlier `Frames` left behind, read before `chunk`.
+    backlog: Vec<u8>,
+    /// How much of `backlog` has been read.
+    backlog_read: usize,
+    /// What is left of the chunk.
+    chunk: &'c [u8],
+    /// The last frame returned was the one in the decoder's buffer, which is emptied when the
+    /// next frame is asked for or when this is dropped (not before: the payload borrows it).
+    delivered: bool,
+    /// Nothing more is returned (an error was, or the chunk went to the buffer at once).
+    done: bool,
+}
+
+impl Frames<'_, '_> {
+    /// The next complete frame: its payload and the stream offset of its header; `None` once
+    /// the chunk is read (its tail kept for the next chunk). After an error (which fails the
+    /// decoder; a decoder failed or ended earlier gives a `State` error) it returns `None`.
+    ///
+    /// # Errors
+    /// As [`FrameDecoder::push_with`].
+    #[inline]
+    pub fn next_frame(&mut self) -> Option<Result<(&[u8], u64), ProtocolError>> {
+        if self.done {
+            return None;
+        }
+        if std::mem::take(&mut self.delivered) {
+            self.decoder.release_buffer();
+        }
+        // The backlog first; when it runs out (its tail now in the decoder's buffer), the chunk.
+        let found = if self.backlog_read < self.backlog.len() {
+            let mut rest = &self.backlog[self.backlog_read..];
+            let found = self.decoder.pull(&mut rest);
+            self.backlog_read = self.backlog.len() - rest.len();
+            match found {
+                Ok(None) => self.decoder.pull(&mut self.chunk),
+                found => found,
+            }
+        } else {
+            self.decoder.pull(&mut self.chunk)
+        };
+        match found {
+            Ok(None) => None,
+            Ok(Some(Found::InChunk(payload, offset))) => Some(Ok((payload, offset))),
+            Ok(Some(Found::Buffered(offset))) => {
+                self.delivered = true;
+                Some(Ok((&self.decoder.partial[FRAME_HEADER_LENGTH..], offset)))
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+
+    /// The next frame as a message: [`next_frame`](Self::next_frame), then `decode` of its
+    /// payload. An error of `decode` gets the frame's stream offset and fails the decoder, as
+    /// an error of `on_frame` does in [`FrameDecoder::push_with`].
+    ///
+    /// # Errors
+    /// As [`next_frame`](Self::next_frame), and what `decode` returns.
+    #[inline]
+    pub fn next_message<T, F>(&mut self, decode: F) -> Option<Result<T, ProtocolError>>
+    where
+        F: FnOnce(&[u8]) -> Result<T, ProtocolError>,
+    {
+        let (payload, offset) = match self.next_frame()? {
+            Ok(frame) => frame,
+            Err(error) => return Some(Err(error)),
+        };
+        match decode(payload) {
+            Err(error) => {
+                self.done = true;
+                self.decoder.fail();
+                Some(Err(error.with_offset(offset)))
+            }
+            message => Some(message),
+        }
+    }
+
+    /// Bytes of the chunk (and of an earlier backlog) not read yet.
+    pub fn unread_len(&self) -> usize {
+        self.backlog.len() - self.backlog_read + self.chunk.len()
+    }
+}
+
+impl Frames<'_, '_> {
+    /// Hands the unread bytes to the decoder (see [`FrameDecoder::frames`]).
+    #[cold]
+    #[inline(never)]
+    fn keep_unread(&mut self) {
+        if self.decoder.state != State::Open {
+            return;
+        }
+        let mut backlog = std::mem::take(&mut self.backlog);
+        backlog.drain(..self.backlog_read);
+        backlog.extend_from_slice(self.chunk);
+        self.decoder.backlog = backlog;
+        self.decoder.state = State::Backlog;
+    }
+}
+
+impl Drop for Frames<'_, '_> {
+    /// Empties the buffer of a frame it handed out, and keeps the unread bytes in the decoder
+    /// (see [`FrameDecoder::frames`]).
+    #[inline]
+    fn drop(&mut self) {
+        if self.delivered {
+            self.decoder.release_buffer();
+        }
+        if !self.done && self.unread_len() != 0 {
+            self.keep_unread();
+        }
     }
 }

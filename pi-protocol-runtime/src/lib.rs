@@ -48,14 +48,14 @@ pub use codec::{
 };
 pub use containers::INITIAL_ITEMS_BYTES;
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
-pub use frame::{encode_frame, FrameDecoder, FRAME_HEADER_LENGTH};
+pub use frame::{encode_frame, FrameDecoder, Frames, FRAME_HEADER_LENGTH};
 pub use limits::{
     CborLimits, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH,
     MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,
 };
 pub use message::{
     decode_message, decode_message_shared, decode_message_with, encode_item, encode_message, encode_message_into,
-    encode_message_vectored, CodecOptions, MessageDecoder,
+    encode_message_vectored, CodecOptions, MessageDecoder, Messages,
 };
 pub use number::{Integer, Null, Number};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};

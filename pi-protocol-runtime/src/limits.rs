@@ -18,14 +18,19 @@ pub const MAX_CONFIGURABLE_LENGTH: u64 = u32::MAX as u64;
 
 /// Limits applied while reading or writing one CBOR item (docs/PROTOCOL.md section 2).
 ///
-/// Built with [`CborLimits::new`] (checked) or [`CborLimits::default`]; the fields are private so
-/// an out-of-range limit cannot exist.
+/// Start from [`CborLimits::default`] and change what you need with the checked setters
+/// ([`with_max_byte_length`](Self::with_max_byte_length),
+/// [`with_max_container_length`](Self::with_max_container_length),
+/// [`with_max_depth`](Self::with_max_depth)), or give all three to [`CborLimits::new`]. The
+/// fields are private, so an out-of-range limit cannot exist.
 ///
 /// ```
 /// use pi_protocol_runtime::CborLimits;
-/// let limits = CborLimits::new(1024, 16, 8).unwrap();
-/// assert_eq!(limits.max_depth(), 8);
-/// assert!(CborLimits::new(1024, 16, 513).is_err());
+/// let limits = CborLimits::default().with_max_byte_length(1024)?.with_max_depth(8)?;
+/// assert_eq!((limits.max_byte_length(), limits.max_depth()), (1024, 8));
+/// assert_eq!(limits.max_container_length(), 1_000_000);
+/// assert!(CborLimits::default().with_max_depth(513).is_err());
+/// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CborLimits {
@@ -56,6 +61,36 @@ impl CborLimits {
             max_container_length: check_length("maxContainerLength", max_container_length)?,
             max_depth: check_range("maxDepth", max_depth, u64::from(MAX_CONFIGURABLE_DEPTH))?,
         })
+    }
+
+    /// These limits with `bytes` as `maxByteLength`: the most bytes of one CBOR item and of
+    /// each string in it.
+    ///
+    /// # Errors
+    /// `ErrorKind::Options` when `bytes` exceeds `u32::MAX`.
+    pub fn with_max_byte_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
+        self.max_byte_length = check_length("maxByteLength", bytes)?;
+        Ok(self)
+    }
+
+    /// These limits with `entries` as `maxContainerLength`: the most entries of each array or
+    /// map (per container, not in total).
+    ///
+    /// # Errors
+    /// `ErrorKind::Options` when `entries` exceeds `u32::MAX`.
+    pub fn with_max_container_length(mut self, entries: u64) -> Result<Self, ProtocolError> {
+        self.max_container_length = check_length("maxContainerLength", entries)?;
+        Ok(self)
+    }
+
+    /// These limits with `levels` as `maxDepth`: how deep containers may nest below the
+    /// top-level item (depth 0).
+    ///
+    /// # Errors
+    /// `ErrorKind::Options` when `levels` exceeds 512.
+    pub fn with_max_depth(mut self, levels: u64) -> Result<Self, ProtocolError> {
+        self.max_depth = check_range("maxDepth", levels, u64::from(MAX_CONFIGURABLE_DEPTH))?;
+        Ok(self)
     }
 
     /// The widest limits that may be configured: `u32::MAX` bytes and entries, 512 levels. For

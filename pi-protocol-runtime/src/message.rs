@@ -9,7 +9,7 @@ use crate::cbor::value::check_item_length;
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError};
-use crate::frame::{check_encoded_length, FrameDecoder, FRAME_HEADER_LENGTH};
+use crate::frame::{check_encoded_length, FrameDecoder, Frames, FRAME_HEADER_LENGTH};
 use crate::limits::{check_length, CborLimits, DEFAULT_MAX_FRAME_LENGTH};
 use crate::vectored::EncodedFrame;
 
@@ -47,8 +47,7 @@ impl CodecOptions {
     /// `Options` when `bytes` exceeds `u32::MAX`.
     pub fn max_frame_length(mut self, bytes: u64) -> Result<Self, ProtocolError> {
         self.max_frame_length = check_length("maxFrameLength", bytes)?;
-        self.limits =
-            CborLimits::new(bytes, u64::from(self.limits.max_container_length()), u64::from(self.limits.max_depth()))?;
+        self.limits = self.limits.with_max_byte_length(bytes)?;
         Ok(self)
     }
 
@@ -300,8 +299,15 @@ where
 
 /// A streaming decoder of `T` messages from a framed byte stream (docs/PROTOCOL.md sections 1 and 7).
 ///
-/// [`push`](Self::push) returns the messages completed by a chunk, in order. When a frame is bad,
+/// Three ways to feed it a chunk, which may be mixed on one stream: [`push`](Self::push)
+/// returns the messages the chunk completes, in order, in a new `Vec`;
+/// [`push_each`](Self::push_each) hands each to a closure; [`messages`](Self::messages) is
+/// pull style, an iterator over them that allocates nothing of its own. When a frame is bad,
 /// every message before it is still delivered, then the error; the decoder then stays failed.
+///
+/// It works for any message type with a [`Decode`] implementation: the built-in envelopes
+/// (`pi_protocol::ClientMessageDecoder` is `MessageDecoder<ClientMessage>`) and the types a
+/// crate generates from its own schema.
 pub struct MessageDecoder<T> {
     frames: FrameDecoder,
     limits: CborLimits,
@@ -339,10 +345,20 @@ where
         MessageDecoder { frames, limits: options.limits, _message: PhantomData }
     }
 
+    /// A decoder accepting frames of at most `max_frame_length` bytes, default CBOR limits.
+    ///
+    /// # Errors
+    /// `Options` when `max_frame_length` exceeds `u32::MAX`.
+    pub fn with_max_frame_length(max_frame_length: u64) -> Result<Self, ProtocolError> {
+        Ok(Self::with_options(&CodecOptions::new().max_frame_length(max_frame_length)?))
+    }
+
     /// Feeds `chunk` (any size, empty included) and returns the messages it completes.
     ///
     /// The returned vector holds `Ok` messages in stream order, possibly followed by one `Err`;
-    /// after an `Err` the decoder is failed and every later call returns a `State` error.
+    /// after an `Err` the decoder is failed and every later call returns a `State` error. The
+    /// vector is allocated for every chunk that completes a message: [`messages`](Self::messages)
+    /// and [`push_each`](Self::push_each) avoid that.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<T, ProtocolError>> {
         let mut out = Vec::new();
         self.push_each(chunk, |result| out.push(result));
@@ -370,10 +386,51 @@ where
         }
     }
 
+    /// Feeds `chunk` (any size, empty included), pull style: the iterator decodes the
+    /// messages the chunk completes one at a time, as it is advanced, with the same results as
+    /// [`push`](Self::push) (messages in stream order, then possibly one error, after which the
+    /// decoder is failed and the iterator ends).
+    ///
+    /// Nothing is allocated for the chunk: frames inside it are decoded in place, and a frame
+    /// split across chunks is gathered in the decoder's buffer, which is kept from frame to
+    /// frame (the messages themselves allocate what their fields need). Read the iterator to
+    /// its end (`None`), which keeps the chunk's tail for the next chunk. When it is dropped
+    /// earlier (a `break`, a `?`), the decoder keeps a copy of the bytes it did not read, and
+    /// the next `messages`, `push` or `push_each` delivers their messages first;
+    /// [`end`](Self::end) refuses to end the stream before that.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::MessageDecoder;
+    /// # #[derive(Debug, PartialEq)] struct Null;
+    /// # impl<'de> pi_protocol_runtime::Decode<'de> for Null {
+    /// #     fn decode(r: &mut pi_protocol_runtime::Reader<'de>) -> Result<Self, pi_protocol_runtime::ProtocolError> {
+    /// #         r.read_null().map(|()| Null)
+    /// #     }
+    /// # }
+    /// // Three frames holding `null`, the second split across the chunks.
+    /// let chunks: [&[u8]; 2] = [&[0, 0, 0, 1, 0xf6, 0, 0], &[0, 1, 0xf6, 0, 0, 0, 1, 0xf6]];
+    /// let mut decoder = MessageDecoder::<Null>::new();
+    /// let mut count = 0;
+    /// for chunk in chunks {
+    ///     for message in decoder.messages(chunk) {
+    ///         assert_eq!(message?, Null);
+    ///         count += 1;
+    ///     }
+    /// }
+    /// decoder.end()?;
+    /// assert_eq!(count, 3);
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    pub fn messages<'d, 'c>(&'d mut self, chunk: &'c [u8]) -> Messages<'d, 'c, T> {
+        Messages { frames: self.frames.frames(chunk), limits: self.limits, _message: PhantomData }
+    }
+
     /// Signals the end of the stream.
     ///
     /// # Errors
-    /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State` errors once failed or ended.
+    /// `Frame`/`TruncatedFrame` when a frame is incomplete; `State`/`UnreadFrames` while a
+    /// [`messages`](Self::messages) iterator dropped early left bytes unread; `State` errors
+    /// once failed or ended.
     pub fn end(&mut self) -> Result<(), ProtocolError> {
         self.frames.end()
     }
@@ -416,3 +473,33 @@ where
         self.frames.offset()
     }
 }
+
+/// The messages of one chunk, decoded as the iterator is advanced: see
+/// [`MessageDecoder::messages`].
+#[must_use = "the messages of the chunk are only decoded as the iterator is advanced"]
+pub struct Messages<'d, 'c, T> {
+    frames: Frames<'d, 'c>,
+    limits: CborLimits,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Messages<'_, '_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Messages").field("frames", &self.frames).finish_non_exhaustive()
+    }
+}
+
+impl<T> Iterator for Messages<'_, '_, T>
+where
+    T: for<'de> Decode<'de>,
+{
+    type Item = Result<T, ProtocolError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let limits = self.limits;
+        self.frames.next_message(|payload| decode_message::<T>(payload, limits))
+    }
+}
+
+impl<T> std::iter::FusedIterator for Messages<'_, '_, T> where T: for<'de> Decode<'de> {}

@@ -21,16 +21,25 @@ use crate::error::{ProtocolError, Rule};
 /// use pi_protocol_runtime::Integer;
 /// let v = Integer::from(8u32);
 /// assert_eq!(v.get(), 8);
-/// assert!(Integer::new(1 << 53).is_none());
+/// assert_eq!(Integer::new(1 << 53).unwrap_err().rule(), pi_protocol_runtime::Rule::UnencodableNumber);
 /// assert!(Integer::from_f64(-0.0).unwrap().is_negative_zero());
 /// ```
 #[derive(Clone, Copy)]
 pub struct Integer(f64);
 
 impl Integer {
-    /// The integer `n`, or `None` beyond +-(2^53 - 1).
-    pub fn new(n: i64) -> Option<Self> {
-        (n.unsigned_abs() <= MAX_SAFE_INTEGER).then_some(Integer(n as f64))
+    /// The integer `n`, checked like every other constrained value: within +-(2^53 - 1), the
+    /// integers a JSON number holds exactly.
+    ///
+    /// # Errors
+    /// An `Encode` error with [`Rule::UnencodableNumber`] beyond +-(2^53 - 1): no peer could
+    /// read the number back exactly.
+    pub fn new(n: i64) -> Result<Self, ProtocolError> {
+        if n.unsigned_abs() <= MAX_SAFE_INTEGER {
+            Ok(Integer(n as f64))
+        } else {
+            Err(ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
+        }
     }
 
     /// The number `v` when it is an integer within +-(2^53 - 1) (`-0.0` included).
@@ -68,17 +77,15 @@ from_small!(u8, u16, u32, i8, i16, i32);
 impl TryFrom<i64> for Integer {
     type Error = ProtocolError;
     fn try_from(n: i64) -> Result<Self, ProtocolError> {
-        Integer::new(n).ok_or_else(|| ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
+        Integer::new(n)
     }
 }
 
 impl TryFrom<u64> for Integer {
     type Error = ProtocolError;
     fn try_from(n: u64) -> Result<Self, ProtocolError> {
-        i64::try_from(n)
-            .ok()
-            .and_then(Integer::new)
-            .ok_or_else(|| ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
+        // Beyond i64 is beyond 2^53 too: saturate and let `new` refuse it.
+        Integer::new(i64::try_from(n).unwrap_or(i64::MAX))
     }
 }
 

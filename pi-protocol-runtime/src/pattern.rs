@@ -36,18 +36,29 @@ pub struct Pattern {
     length: usize,
 }
 
-/// Why a pattern is outside the supported subset: the byte position and what was wrong.
+/// Why a pattern cannot be used: outside the fixed subset [`Pattern`] reads (with the byte
+/// position), or not a valid ECMAScript regular expression at all (with the engine's reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PatternError {
-    /// Byte offset in the pattern text.
-    pub position: usize,
-    /// What is not supported there.
-    pub reason: &'static str,
+    /// Byte offset in the pattern text, when the error has one.
+    pub position: Option<usize>,
+    /// What is wrong there.
+    pub reason: String,
+}
+
+impl PatternError {
+    fn at(position: usize, reason: &str) -> PatternError {
+        PatternError { position: Some(position), reason: reason.to_owned() }
+    }
 }
 
 impl fmt::Display for PatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unsupported pattern at byte {}: {}", self.position, self.reason)
+        match self.position {
+            Some(position) => write!(f, "unsupported pattern at byte {position}: {}", self.reason),
+            None => write!(f, "invalid pattern: {}", self.reason),
+        }
     }
 }
 
@@ -61,7 +72,7 @@ impl Pattern {
     /// alternation, open-ended quantifiers, non-ASCII characters, negated classes, groups.
     pub fn parse(source: &str) -> Result<Pattern, PatternError> {
         let bytes = source.as_bytes();
-        let err = |position, reason| Err(PatternError { position, reason });
+        let err = |position, reason| Err(PatternError::at(position, reason));
         if bytes.first() != Some(&b'^') {
             return err(0, "the pattern must start with ^");
         }
@@ -99,7 +110,7 @@ impl Pattern {
                 if j == start || j >= body_end || bytes[j] != b'}' || j - start > 6 {
                     return err(i, "a count must be {n} with a number of at most 6 digits");
                 }
-                count = source[start..j].parse().map_err(|_| PatternError { position: i, reason: "bad count" })?;
+                count = source[start..j].parse().map_err(|_| PatternError::at(i, "bad count"))?;
                 i = j + 1;
             }
             segments.push(Segment { ranges, count });
@@ -226,7 +237,7 @@ impl Pattern {
 }
 
 fn parse_class(bytes: &[u8], open: usize, end: usize) -> Result<(Vec<(u8, u8)>, usize), PatternError> {
-    let err = |position, reason| Err(PatternError { position, reason });
+    let err = |position, reason| Err(PatternError::at(position, reason));
     let mut i = open + 1;
     if i < end && bytes[i] == b'^' {
         return err(i, "negated classes are not supported");
@@ -348,11 +359,11 @@ mod tests {
 
     #[test]
     fn unsupported_constructs_name_their_position() {
-        assert_eq!(Pattern::parse("[a]$").unwrap_err().position, 0);
-        assert_eq!(Pattern::parse("^a+$").unwrap_err().position, 2);
-        assert_eq!(Pattern::parse("^[^a]$").unwrap_err().position, 2);
-        assert_eq!(Pattern::parse("^(a)$").unwrap_err().position, 1);
-        assert_eq!(Pattern::parse("^a{}$").unwrap_err().position, 2);
+        assert_eq!(Pattern::parse("[a]$").unwrap_err().position, Some(0));
+        assert_eq!(Pattern::parse("^a+$").unwrap_err().position, Some(2));
+        assert_eq!(Pattern::parse("^[^a]$").unwrap_err().position, Some(2));
+        assert_eq!(Pattern::parse("^(a)$").unwrap_err().position, Some(1));
+        assert_eq!(Pattern::parse("^a{}$").unwrap_err().position, Some(2));
         assert!(Pattern::parse("^a").is_err());
     }
 }
@@ -379,9 +390,10 @@ impl Regex {
     /// # Errors
     /// A [`PatternError`] when `source` is not a valid ECMAScript pattern in Unicode mode.
     pub fn new(source: &str) -> Result<Regex, PatternError> {
-        regress::Regex::with_flags(source, "u")
-            .map(|inner| Regex { inner })
-            .map_err(|_| PatternError { position: 0, reason: "not a valid ECMAScript regular expression (u flag)" })
+        regress::Regex::with_flags(source, "u").map(|inner| Regex { inner }).map_err(|e| PatternError {
+            position: None,
+            reason: format!("not a valid ECMAScript regular expression with the u flag ({e})"),
+        })
     }
 
     /// Whether the pattern matches somewhere in `text` (JavaScript's `RegExp.prototype.test`).

@@ -61,9 +61,14 @@ where
 }
 
 /// `value` as JSON in its wire shape (keys in wire order), without validation.
+///
+/// The value is written as CBOR and read back under the widest limits
+/// ([`CborLimits::widest`]: 512 levels of nesting), so a value nested deeper than 512 levels,
+/// which no peer would accept either, comes out as `Value::Null`; encode it with
+/// [`encode_message`](crate::encode_message) to get the error instead.
 #[must_use]
 pub fn to_json<T: Encode + ?Sized>(value: &T) -> Value {
-    // Whatever an `Encode` impl writes is strict-JSON CBOR, so this conversion cannot fail.
+    // Whatever an `Encode` impl writes is strict-JSON CBOR, so only the depth limit can refuse it.
     Payload::from_cbor(wire_cbor(value).into(), CborLimits::widest()).map(|p| p.to_value()).unwrap_or(Value::Null)
 }
 

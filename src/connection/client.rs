@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::options::option_setters;
 use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
@@ -15,6 +16,7 @@ pub const DEFAULT_REQUEST_ID_PREFIX: &str = "req-";
 
 /// How a [`ClientConnection`] behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// Frame and CBOR limits for both directions (default: [`CodecOptions::default`]).
     pub codec: CodecOptions,
@@ -32,27 +34,44 @@ pub struct ClientOptions {
     pub max_pending_transmit: usize,
 }
 
+option_setters! {
+    ClientOptions {
+        /// Sets [`codec`](Self::codec): the frame and CBOR limits of both directions.
+        codec: CodecOptions;
+        /// Sets [`version`](Self::version), the version offered in `hello`.
+        version: u32;
+        /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+        ///
+        /// When a frame would take the queued bytes past it, the frame is not queued and the
+        /// connection closes with [`CloseReason::TransmitQueueFull`] ([`ClientEvent::Closed`]
+        /// lists the pending requests): [`ClientConnection::request`] returns
+        /// [`ConnectionError::Closed`] and [`ClientConnection::cancel`] `false`. The queue empties
+        /// each time the driver takes it with [`ClientConnection::poll_transmit`], so a driver
+        /// should take bytes only as fast as it can write them. Keep the limit at or above the
+        /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent; a
+        /// limit below the `hello` frame (15 bytes) starts the connection closed.
+        ///
+        /// ```
+        /// use pi_protocol::connection::{ClientOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+        /// assert_eq!(ClientOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+        /// let options = ClientOptions::default().max_pending_transmit(1 << 20);
+        /// assert_eq!(options.max_pending_transmit, 1 << 20);
+        /// ```
+        max_pending_transmit: usize;
+    }
+}
+
 impl ClientOptions {
-    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
-    ///
-    /// When a frame would take the queued bytes past it, the frame is not queued and the
-    /// connection closes with [`CloseReason::TransmitQueueFull`] ([`ClientEvent::Closed`]
-    /// lists the pending requests): [`ClientConnection::request`] returns
-    /// [`ConnectionError::Closed`] and [`ClientConnection::cancel`] `false`. The queue empties
-    /// each time the driver takes it with [`ClientConnection::poll_transmit`], so a driver
-    /// should take bytes only as fast as it can write them. Keep the limit at or above the
-    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent; a
-    /// limit below the `hello` frame (15 bytes) starts the connection closed.
+    /// Sets [`request_id_prefix`](Self::request_id_prefix).
     ///
     /// ```
-    /// use pi_protocol::connection::{ClientOptions, DEFAULT_MAX_PENDING_TRANSMIT};
-    /// assert_eq!(ClientOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
-    /// let options = ClientOptions::default().max_pending_transmit(1 << 20);
-    /// assert_eq!(options.max_pending_transmit, 1 << 20);
+    /// use pi_protocol::connection::ClientOptions;
+    /// let options = ClientOptions::default().request_id_prefix("tab-1-").version(8);
+    /// assert_eq!(options.request_id_prefix, "tab-1-");
     /// ```
     #[must_use]
-    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
-        self.max_pending_transmit = bytes;
+    pub fn request_id_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.request_id_prefix = prefix.into();
         self
     }
 }

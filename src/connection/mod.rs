@@ -74,6 +74,7 @@
 //! ```
 
 mod client;
+mod options;
 pub mod router;
 mod server;
 
@@ -136,6 +137,16 @@ impl fmt::Display for CloseReason {
     }
 }
 
+impl std::error::Error for CloseReason {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CloseReason::Violation(violation) => Some(violation),
+            CloseReason::Encode(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
 /// Why a connection the application closes stops: [`CloseReason::Local`], unless `end` (the
 /// decoder's verdict on the stream received so far) says the peer stopped inside a frame.
 fn local_close_reason(end: Result<(), ProtocolError>) -> CloseReason {
@@ -173,6 +184,15 @@ impl fmt::Display for Violation {
             Violation::UnexpectedHello => f.write_str("hello after the handshake"),
             Violation::UnexpectedHelloError => f.write_str("hello_error after the handshake"),
             Violation::UnknownResponse(_) => f.write_str("response for an unknown or settled request id"),
+        }
+    }
+}
+
+impl std::error::Error for Violation {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Violation::Decode(error) => Some(error),
+            _ => None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! The protocol's local coordinator is only an opaque router: clients talk to it as they would
 //! to a server, and it passes their requests to the server processes behind it and the answers
-//! back, without touching payloads. A [`Router`] is that router as a plain value, like
+//! back, without touching payloads (docs/PROTOCOL.md section 8, "The coordinator", sums up the
+//! rules below). A [`Router`] is that router as a plain value, like
 //! [`ClientConnection`](super::ClientConnection) and [`ServerConnection`](super::ServerConnection):
 //! it owns no socket and no task. It works on decoded messages rather than bytes, so that every
 //! payload is moved from the message that brought it to the message that carries it on, never

@@ -2,11 +2,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::options::{default_error, option_setters};
 use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
-    is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody, ErrorCode,
+    is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody,
     ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
-    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, SuccessResponse, PROTOCOL_VERSION,
+    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
@@ -26,6 +27,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
 /// | `duplicate_id` | `duplicate_request` | a request reuses the id of a request still in flight |
 /// | `too_many_requests` | `too_many_requests` | [`max_in_flight`](Self::max_in_flight) requests are already in flight |
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// Frame and CBOR limits for both directions (default: [`CodecOptions::default`]).
     pub codec: CodecOptions,
@@ -55,50 +57,58 @@ pub struct ServerOptions {
     pub max_pending_transmit: usize,
 }
 
-impl ServerOptions {
-    /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
-    ///
-    /// When a frame would take the queued bytes past it, the frame is not queued and the
-    /// connection begins closing with [`CloseReason::TransmitQueueFull`]
-    /// ([`ServerEvent::Closing`]: it stops reading and sends nothing new). The call that
-    /// queued the frame then behaves as on a closing connection:
-    /// [`ServerConnection::respond`] settles the request without sending and returns `Ok`,
-    /// [`ServerConnection::set_attachment`] only changes the route to release,
-    /// [`ServerConnection::publish_update`] returns [`ConnectionError::Closed`]; a fencing
-    /// error or a `hello` the connection could not queue is simply not sent. The queue empties
-    /// each time the driver takes it with [`ServerConnection::poll_transmit`], so a driver
-    /// should take bytes only as fast as it can write them. Keep the limit at or above the
-    /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent.
-    ///
-    /// ```
-    /// use pi_protocol::connection::{ServerOptions, DEFAULT_MAX_PENDING_TRANSMIT};
-    /// assert_eq!(ServerOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
-    /// let options = ServerOptions::default().max_pending_transmit(1 << 20);
-    /// assert_eq!(options.max_pending_transmit, 1 << 20);
-    /// ```
-    #[must_use]
-    pub fn max_pending_transmit(mut self, bytes: usize) -> Self {
-        self.max_pending_transmit = bytes;
-        self
+option_setters! {
+    ServerOptions {
+        /// Sets [`codec`](Self::codec): the frame and CBOR limits of both directions.
+        codec: CodecOptions;
+        /// Sets [`unsupported_version`](Self::unsupported_version).
+        unsupported_version: ErrorBody;
+        /// Sets [`wrong_server`](Self::wrong_server).
+        wrong_server: ErrorBody;
+        /// Sets [`stale_route`](Self::stale_route).
+        stale_route: ErrorBody;
+        /// Sets [`duplicate_id`](Self::duplicate_id).
+        duplicate_id: ErrorBody;
+        /// Sets [`too_many_requests`](Self::too_many_requests).
+        too_many_requests: ErrorBody;
+        /// Sets [`max_in_flight`](Self::max_in_flight).
+        max_in_flight: usize;
+        /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
+        ///
+        /// When a frame would take the queued bytes past it, the frame is not queued and the
+        /// connection begins closing with [`CloseReason::TransmitQueueFull`]
+        /// ([`ServerEvent::Closing`]: it stops reading and sends nothing new). The call that
+        /// queued the frame then behaves as on a closing connection:
+        /// [`ServerConnection::respond`] settles the request without sending and returns `Ok`,
+        /// [`ServerConnection::set_attachment`] only changes the route to release,
+        /// [`ServerConnection::publish_update`] returns [`ConnectionError::Closed`]; a fencing
+        /// error or a `hello` the connection could not queue is simply not sent. The queue empties
+        /// each time the driver takes it with [`ServerConnection::poll_transmit`], so a driver
+        /// should take bytes only as fast as it can write them. Keep the limit at or above the
+        /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent.
+        ///
+        /// ```
+        /// use pi_protocol::connection::{ServerOptions, DEFAULT_MAX_PENDING_TRANSMIT};
+        /// assert_eq!(ServerOptions::default().max_pending_transmit, DEFAULT_MAX_PENDING_TRANSMIT);
+        /// let options = ServerOptions::default().max_pending_transmit(1 << 20);
+        /// assert_eq!(options.max_pending_transmit, 1 << 20);
+        /// ```
+        max_pending_transmit: usize;
     }
-}
-
-fn body(code: &str, message: &str) -> ErrorBody {
-    ErrorBody::new(ErrorCode::new(code).expect("default codes are non-empty"), message)
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             codec: CodecOptions::default(),
-            unsupported_version: body(
+            unsupported_version: default_error(
                 "unsupported_version",
                 &format!("This server speaks protocol version {PROTOCOL_VERSION}"),
             ),
-            wrong_server: body("wrong_server", "The target names another server"),
-            stale_route: body("stale_attachment", "The attachment is no longer current"),
-            duplicate_id: body("duplicate_request", "A request with this id is already in flight"),
-            too_many_requests: body("too_many_requests", "Too many requests in flight"),
+            wrong_server: default_error("wrong_server", "The target names another server"),
+            stale_route: default_error("stale_attachment", "The attachment is no longer current"),
+            duplicate_id: default_error("duplicate_request", "A request with this id is already in flight"),
+            too_many_requests: default_error("too_many_requests", "Too many requests in flight"),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
@@ -355,8 +365,8 @@ impl ServerConnection {
         }
         if self.state == State::Open {
             let response = match result {
-                Ok(result) => Response::from(success(id.clone(), result)),
-                Err(error) => Response::from(ErrorResponse::new(id.clone(), error)),
+                Ok(result) => Response::success(id.clone(), result),
+                Err(error) => Response::failure(id.clone(), error),
             };
             self.queue_for_application(&ServerMessage::Response(response))?;
         }
@@ -531,14 +541,5 @@ impl ServerConnection {
             self.state = State::Closed;
             self.events.push_back(ServerEvent::Closed { release: self.attachment.take() });
         }
-    }
-}
-
-/// A success response settling `id`, with a `result` key only for `Some`.
-fn success(id: RequestId, result: Option<Payload>) -> SuccessResponse {
-    let response = SuccessResponse::new(id);
-    match result {
-        Some(result) => response.with_result(result),
-        None => response,
     }
 }

@@ -115,6 +115,16 @@ pub enum RpcTarget {
     /// `{ serverId, sessionId, attachmentId }`.
     Session(SessionTarget),
 }
+impl RpcTarget {
+    /// The `server_id` every variant holds.
+    #[must_use]
+    pub fn server_id(&self) -> &ServerId {
+        match self {
+            RpcTarget::Server(v) => &v.server_id,
+            RpcTarget::Session(v) => &v.server_id,
+        }
+    }
+}
 
 /// An error carried by `hello_error` and failed responses.
 ///
@@ -211,6 +221,26 @@ pub enum ClientMessage {
     Request(Request),
     /// `type: "cancel"`.
     Cancel(Cancel),
+}
+impl ClientMessage {
+    /// The `id` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            ClientMessage::Request(v) => Some(&v.id),
+            ClientMessage::Cancel(v) => Some(&v.id),
+            _ => None,
+        }
+    }
+    /// The `target` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn target(&self) -> Option<&RpcTarget> {
+        match self {
+            ClientMessage::Request(v) => Some(&v.target),
+            ClientMessage::Cancel(v) => Some(&v.target),
+            _ => None,
+        }
+    }
 }
 
 /// The server's acceptance of the handshake, naming the logical server.
@@ -312,6 +342,16 @@ pub enum Response {
     Success(SuccessResponse),
     /// `ok: false`.
     Failure(ErrorResponse),
+}
+impl Response {
+    /// The `id` every variant holds.
+    #[must_use]
+    pub fn id(&self) -> &RequestId {
+        match self {
+            Response::Success(v) => &v.id,
+            Response::Failure(v) => &v.id,
+        }
+    }
 }
 
 /// One update of a subscription.

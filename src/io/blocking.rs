@@ -3,7 +3,9 @@
 use std::io::{self, Read, Write};
 use std::marker::PhantomData;
 
-use pi_protocol_runtime::{decode_message, encode_message_vectored, Decode, ErrorKind, Rule, FRAME_HEADER_LENGTH};
+use pi_protocol_runtime::{
+    decode_message, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate, FRAME_HEADER_LENGTH,
+};
 
 use super::Error;
 use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
@@ -22,7 +24,8 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// so wrap an unbuffered source in [`std::io::BufReader`] to save system calls.
 ///
 /// Use the aliases [`ClientMessageReader`] (on a server) and [`ServerMessageReader`] (on a
-/// client).
+/// client), or name the message type: `MessageReader<R, my::ClientMessage>` for types a crate
+/// generates from its own schema (any `M` with a [`Decode`] implementation).
 ///
 /// ```
 /// use pi_protocol::io::ClientMessageReader;
@@ -173,8 +176,9 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Validates `message`, encodes it as one frame with the default options and writes it to
-/// `writer` (docs/PROTOCOL.md sections 1 and 3). Nothing is written when the message is refused. The
-/// writer is not flushed.
+/// `writer` (docs/PROTOCOL.md sections 1 and 3): for any message type, the built-in envelopes
+/// ([`write_client_message`], [`write_server_message`]) or the types a crate generates from its
+/// own schema. Nothing is written when the message is refused. The writer is not flushed.
 ///
 /// The frame is written with [`EncodedFrame::write_to`](crate::EncodedFrame::write_to): an
 /// opaque payload of 4 KiB or more goes to `write_vectored` straight from its own memory
@@ -183,8 +187,46 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// segment (at most three), so put an unbuffered one behind a [`std::io::BufWriter`].
 ///
 /// # Errors
-/// [`Error::Protocol`] as [`encode_client_message`](crate::encode_client_message);
-/// [`Error::Io`] when writing fails.
+/// [`Error::Protocol`] as [`encode_message`](crate::encode_message) (`Schema` errors for a
+/// value that breaks the schema, `Encode` and `Frame` errors past the limits); [`Error::Io`]
+/// when writing fails.
+///
+/// ```
+/// use pi_protocol::io::{write_message, MessageReader};
+/// use pi_protocol::{ClientHello, ClientMessage, Integer};
+///
+/// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
+/// let mut wire = Vec::new();
+/// write_message(&mut wire, &hello)?;
+/// let mut reader = MessageReader::<_, ClientMessage>::new(&wire[..]);
+/// assert_eq!(reader.read_message()?, Some(hello));
+/// # Ok::<(), pi_protocol::io::Error>(())
+/// ```
+pub fn write_message<W, M>(writer: &mut W, message: &M) -> Result<(), Error>
+where
+    W: Write + ?Sized,
+    M: Encode + Validate,
+{
+    write_message_with(writer, message, &CodecOptions::default())
+}
+
+/// [`write_message`] with explicit options (frame and CBOR limits).
+///
+/// # Errors
+/// As [`write_message`], against `options`.
+pub fn write_message_with<W, M>(writer: &mut W, message: &M, options: &CodecOptions) -> Result<(), Error>
+where
+    W: Write + ?Sized,
+    M: Encode + Validate,
+{
+    encode_message_vectored(message, options)?.write_to(writer)?;
+    Ok(())
+}
+
+/// [`write_message`] for a [`ClientMessage`].
+///
+/// # Errors
+/// As [`write_message`].
 ///
 /// ```
 /// use pi_protocol::io::{write_client_message, ClientMessageReader};
@@ -198,42 +240,39 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// # Ok::<(), pi_protocol::io::Error>(())
 /// ```
 pub fn write_client_message<W: Write + ?Sized>(writer: &mut W, message: &ClientMessage) -> Result<(), Error> {
-    write_client_message_with(writer, message, &CodecOptions::default())
+    write_message(writer, message)
 }
 
 /// [`write_client_message`] with explicit options (frame and CBOR limits).
 ///
 /// # Errors
-/// As [`write_client_message`], against `options`.
+/// As [`write_message`], against `options`.
 pub fn write_client_message_with<W: Write + ?Sized>(
     writer: &mut W,
     message: &ClientMessage,
     options: &CodecOptions,
 ) -> Result<(), Error> {
-    encode_message_vectored(message, options)?.write_to(writer)?;
-    Ok(())
+    write_message_with(writer, message, options)
 }
 
-/// Validates `message`, encodes it as one frame with the default options and writes it to
-/// `writer`, like [`write_client_message`].
+/// [`write_message`] for a [`ServerMessage`].
 ///
 /// # Errors
-/// As [`write_client_message`].
+/// As [`write_message`].
 pub fn write_server_message<W: Write + ?Sized>(writer: &mut W, message: &ServerMessage) -> Result<(), Error> {
-    write_server_message_with(writer, message, &CodecOptions::default())
+    write_message(writer, message)
 }
 
 /// [`write_server_message`] with explicit options.
 ///
 /// # Errors
-/// As [`write_client_message`], against `options`.
+/// As [`write_message`], against `options`.
 pub fn write_server_message_with<W: Write + ?Sized>(
     writer: &mut W,
     message: &ServerMessage,
     options: &CodecOptions,
 ) -> Result<(), Error> {
-    encode_message_vectored(message, options)?.write_to(writer)?;
-    Ok(())
+    write_message_with(writer, message, options)
 }
 
 #[cfg(test)]
@@ -265,7 +304,7 @@ mod tests {
     #[test]
     fn oversized_header_is_refused_before_its_payload_is_read() {
         let mut data = vec![0, 0, 0x01, 0x00]; // announces 256 bytes
-        data.extend(std::iter::repeat(0xf6).take(256));
+        data.extend(std::iter::repeat_n(0xf6, 256));
         let options = CodecOptions::new().max_frame_length(255).unwrap();
         let mut reader = ClientMessageReader::with_options(Trickle { data: &data, pos: 0, limit: 4 }, &options);
         let error = reader.read_message().unwrap_err();

@@ -16,6 +16,12 @@
 //! - Async (feature `tokio`): `ServerCodec` (decodes [`ClientMessage`](crate::ClientMessage)s,
 //!   encodes [`ServerMessage`](crate::ServerMessage)s) and its mirror `ClientCodec`, for
 //!   `tokio_util::codec::Framed`.
+//!
+//! Each is an alias or a thin wrapper of a generic item that serves any message types, such as
+//! the ones a crate generates from its own schema with `pi_protocol_gen::Builder`:
+//! [`MessageReader<R, M>`](MessageReader), [`write_message`] / [`write_message_with`], and
+//! `MessageCodec<In, Out>` (feature `tokio`). `examples/extension` in the repository extends the
+//! protocol that way.
 
 mod blocking;
 #[cfg(feature = "tokio")]
@@ -24,8 +30,8 @@ mod tokio;
 #[cfg(feature = "tokio")]
 pub use self::tokio::{ClientCodec, MessageCodec, ServerCodec};
 pub use blocking::{
-    write_client_message, write_client_message_with, write_server_message, write_server_message_with,
-    ClientMessageReader, MessageReader, ServerMessageReader,
+    write_client_message, write_client_message_with, write_message, write_message_with, write_server_message,
+    write_server_message_with, ClientMessageReader, MessageReader, ServerMessageReader,
 };
 
 use crate::ProtocolError;

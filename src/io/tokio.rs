@@ -14,7 +14,10 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// (docs/PROTOCOL.md sections 1, 3 and 7), for `tokio_util::codec::{Framed, FramedRead, FramedWrite}`.
 ///
 /// Use the aliases [`ServerCodec`] (a server: reads client messages, writes server messages) and
-/// [`ClientCodec`] (the mirror).
+/// [`ClientCodec`] (the mirror). A crate that generates its own message types from a schema
+/// (`pi_protocol_gen::Builder`) names them: `MessageCodec<my::ClientMessage,
+/// my::ServerMessage>` (`In` needs [`Decode`], `Out` [`Encode`] and [`Validate`], which every
+/// generated type has).
 ///
 /// Decoding applies the same rules as [`ClientMessageDecoder`](crate::ClientMessageDecoder):
 /// the 4-byte header is checked against `maxFrameLength` as soon as it is in the buffer, before
@@ -25,7 +28,9 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// `Framed` stream itself ends after yielding the first error). At end of stream, a partial
 /// frame is a `Frame`/`TruncatedFrame` error.
 ///
-/// Encoding validates the message and writes one frame; a refused message writes nothing.
+/// Encoding validates the message and writes one frame; a refused message writes nothing. The
+/// codec is an [`Encoder`] of `Out` alone, so `framed.flush()` and `framed.close()` work
+/// without naming an item type.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), pi_protocol::io::Error> {
@@ -39,7 +44,29 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// let mut server = Framed::new(server_io, ServerCodec::new());
 /// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
 /// client.send(hello.clone()).await?;
+/// client.flush().await?;
 /// assert_eq!(server.next().await.transpose()?, Some(hello));
+/// client.close().await?;
+/// assert!(server.next().await.is_none());
+/// # Ok(()) }
+/// ```
+///
+/// To send messages you keep (by reference) or share between connections (in an
+/// [`Arc`](std::sync::Arc)), make that the codec's `Out`: references and `Arc`s of a message
+/// encode as the message.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), pi_protocol::io::Error> {
+/// use futures_util::SinkExt;
+/// use pi_protocol::io::MessageCodec;
+/// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, Integer, ServerMessage};
+/// use tokio_util::codec::FramedWrite;
+///
+/// let hello = ClientMessage::Hello(ClientHello::new(Integer::from(8u8)));
+/// let mut sink = FramedWrite::new(Vec::new(), MessageCodec::<ServerMessage, &ClientMessage>::new());
+/// sink.send(&hello).await?;
+/// sink.send(&hello).await?;
+/// assert_eq!(sink.get_ref().len(), 2 * encode_client_message(&hello)?.len());
 /// # Ok(()) }
 /// ```
 pub struct MessageCodec<In, Out> {
@@ -155,20 +182,16 @@ impl<In: for<'de> Decode<'de>, Out> Decoder for MessageCodec<In, Out> {
     }
 }
 
+/// Encodes `Out` messages. This is the codec's only [`Encoder`], so that a `Framed`'s
+/// `flush()` and `close()` need no item type named. To send messages without giving them up,
+/// make the codec's `Out` a reference or an `Arc` (`MessageCodec<ClientMessage,
+/// &ServerMessage>`; see [`MessageCodec`]).
 impl<In, Out: Encode + Validate> Encoder<Out> for MessageCodec<In, Out> {
     type Error = Error;
 
     fn encode(&mut self, item: Out, dst: &mut BytesMut) -> Result<(), Error> {
-        self.encode(&item, dst)
-    }
-}
-
-impl<In, Out: Encode + Validate> Encoder<&Out> for MessageCodec<In, Out> {
-    type Error = Error;
-
-    fn encode(&mut self, item: &Out, dst: &mut BytesMut) -> Result<(), Error> {
         // Built as segments, so that a large payload is copied once, straight into `dst`.
-        let frame = encode_message_vectored(item, &self.options)?;
+        let frame = encode_message_vectored(&item, &self.options)?;
         dst.reserve(frame.len());
         dst.put(frame);
         Ok(())
@@ -262,7 +285,7 @@ mod tests {
     async fn encoder_refuses_invalid_messages_and_writes_nothing() {
         let mut sink = FramedWrite::new(Vec::new(), ClientCodec::new());
         let bad = ClientMessage::Hello(ClientHello::new(Integer::new(-1).unwrap()));
-        let error = sink.send(&bad).await.unwrap_err();
+        let error = sink.send(bad).await.unwrap_err();
         assert_eq!(protocol(&error).kind(), ErrorKind::Schema);
         sink.send(request("x")).await.unwrap();
         assert_eq!(sink.get_ref(), &encode_client_message(&request("x")).unwrap());

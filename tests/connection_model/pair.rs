@@ -59,15 +59,14 @@ impl Pair {
     fn new(u: &mut Unstructured) -> Result<Self> {
         let codec = codec(u)?;
         let version = if u.arbitrary::<u8>()? % 8 == 7 { u32::from(u.arbitrary::<u8>()?) } else { 8 };
-        let client =
-            ClientOptions { codec, version, ..ClientOptions::default() }.max_pending_transmit(transmit_limit(u)?);
+        let client = ClientOptions::default().codec(codec).version(version).max_pending_transmit(transmit_limit(u)?);
         let max_in_flight = match u.arbitrary::<u8>()? % 4 {
             0 | 1 => pi_protocol::connection::DEFAULT_MAX_IN_FLIGHT,
             2 => 1,
             _ => 3,
         };
         let server =
-            ServerOptions { codec, max_in_flight, ..ServerOptions::default() }.max_pending_transmit(transmit_limit(u)?);
+            ServerOptions::default().codec(codec).max_in_flight(max_in_flight).max_pending_transmit(transmit_limit(u)?);
         Ok(Pair {
             client: ClientProbe::new(client),
             server: ServerProbe::new(messages::this_server(), server),

@@ -18,6 +18,11 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 /// The folder of the example binaries, built first with `cargo build` for this crate's features
 /// and the profile of the running test or bench (a no-op when they are fresh).
 pub fn built_examples() -> PathBuf {
+    build_examples(&["server", "client", "router"])
+}
+
+/// [`built_examples`] for the examples `names`.
+pub fn build_examples(names: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap().to_path_buf();
     let target_dir = profile_dir.parent().unwrap();
@@ -27,7 +32,9 @@ pub fn built_examples() -> PathBuf {
     }
     let mut build = Command::new(env!("CARGO"));
     build.current_dir(env!("CARGO_MANIFEST_DIR")).args(["build", "--quiet", "-p", "pi-protocol"]);
-    build.args(["--example", "server", "--example", "client", "--example", "router"]);
+    for name in names {
+        build.args(["--example", name]);
+    }
     build.arg("--features").arg(features.join(",")).arg("--target-dir").arg(target_dir);
     // The examples are built with the profile this test was built with: `debug` is the dev
     // profile's directory, any other is named after its profile (`cargo xtask mutants` builds

@@ -14,8 +14,7 @@ const COMMAND: &str = "cargo xtask gen";
 /// # Errors
 /// A message for the first generator that failed, or (with `check`) the first stale file.
 pub fn generate(check: bool) -> Result<(), String> {
-    generate_v8(check)?;
-    generate_downstream(check)
+    generate_v8(check)
 }
 
 /// `src/generated/v8.rs` from `schema/pi-protocol.v8.json`.
@@ -29,23 +28,6 @@ fn generate_v8(check: bool) -> Result<(), String> {
     let code =
         pi_protocol_gen::rustfmt(&code, Some(&root.join("rustfmt.toml"))).map_err(|e| format!("{OUTPUT}: {e}"))?;
     ensure_file_contents(&root, OUTPUT, &code, check)
-}
-
-/// `tests/downstream/chat.rs` from `tests/downstream/chat.json`: exactly what
-/// `pi_protocol_gen::Builder` writes in a downstream crate's `build.rs`, checked in so that
-/// `tests/downstream.rs` compiles it with nothing but the `pi-protocol` facade.
-fn generate_downstream(check: bool) -> Result<(), String> {
-    const SCHEMA: &str = "tests/downstream/chat.json";
-    const OUTPUT: &str = "tests/downstream/chat.rs";
-    let root = project_root();
-    let scratch = std::env::temp_dir().join(format!("xtask-downstream-{}", std::process::id()));
-    fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let built = pi_protocol_gen::Builder::new().schema(root.join(SCHEMA)).out_dir(&scratch).generate();
-    let code = built.map_err(|e| format!("{SCHEMA}: {e}")).and_then(|written| {
-        fs::read_to_string(&written[0]).map_err(|e| format!("cannot read the Builder's output: {e}"))
-    });
-    let _ = fs::remove_dir_all(&scratch);
-    ensure_file_contents(&root, OUTPUT, &code?, check)
 }
 
 /// The workspace root: the parent of this crate's directory.
@@ -95,10 +77,5 @@ mod tests {
     #[test]
     fn the_checked_in_v8_module_is_up_to_date() {
         generate_v8(true).unwrap();
-    }
-
-    #[test]
-    fn the_checked_in_downstream_module_is_up_to_date() {
-        generate_downstream(true).unwrap();
     }
 }

@@ -216,3 +216,20 @@ mod imp {
         Ok(written)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The reference prints float64 values in shortest form; reading them back must give the
+    /// same bits, or exact agreement reads as disagreement (found by a 20,000-case run: 39 false
+    /// disagreements on magnitudes near 1e-200 before serde_json's `float_roundtrip` was on).
+    #[test]
+    fn shortest_floats_from_the_reference_read_back_exactly() {
+        for text in
+            ["-1.6785790678368142e-211", "2.496665790262287e-129", "1.5798677235155203e-257", "9.668425935724565e-281"]
+        {
+            let read: serde_json::Value = serde_json::from_str(text).unwrap();
+            let exact: f64 = text.parse().unwrap();
+            assert_eq!(read.as_f64().map(f64::to_bits), Some(exact.to_bits()), "{text}");
+        }
+    }
+}

@@ -3,8 +3,8 @@
 //!
 //! Tasks:
 //! - `gen`: regenerates every checked-in generated file from its source of truth
-//!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`; `tests/downstream/chat.rs`, what
-//!   `pi_protocol_gen::Builder` writes for a downstream crate, from `tests/downstream/chat.json`).
+//!   (`src/generated/v8.rs` from `schema/pi-protocol.v8.json`; what `pi_protocol_gen::Builder`
+//!   writes for a downstream crate is not checked in: `tests/schema-suite` builds it).
 //! - `gen --check`: regenerates in memory and fails, naming the stale file and the command to
 //!   run, when a checked-in file differs. CI runs this.
 //! - `growth`: schema growth needs no hand edit (see `growth.rs`). CI runs this.
@@ -14,12 +14,16 @@
 //!   against the reference package, run by node (see `conformance.rs`).
 //! - `bench-reference [--seconds S]`: times the reference package on the benchmark frames
 //!   (see `bench_reference.rs` and `docs/PERFORMANCE.md`).
+//! - `schema-diff OLD NEW [--format text|json] [--require backward|forward|both]`: what a
+//!   schema change breaks, by message type and direction (`pi-protocol schema diff`, see
+//!   `schema_diff.rs`); exit status 1 when a required direction breaks.
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
-//! - `mutants [--area A] [--package P] [--file F]... [--changed [BASE]] [--lines]
-//!   [--max-seconds N]`: mutation testing with cargo-mutants, area by area; fails on a missed
-//!   mutant not recorded as equivalent in `docs/TESTING.md` (see `mutants.rs`).
+//! - `mutants [--area A] [--package P] [--file F]... [--changed [BASE]] [--lines] [--re R]...
+//!   [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]`: mutation testing
+//!   with cargo-mutants, area by area; fails on a missed mutant not recorded as equivalent in
+//!   `docs/TESTING.md` unless `--report-only` (see `mutants.rs` and `docs/TESTING.md`).
 
 use std::process::ExitCode;
 
@@ -29,16 +33,17 @@ mod conformance;
 mod fuzz;
 mod growth;
 mod mutants;
+mod schema_diff;
 mod schema_guard;
 
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
        cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
-                           [--max-seconds N] [--iterate] [--list]
+                           [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
+       cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
-               and tests/downstream/chat.rs from tests/downstream/chat.json
   gen --check  fail if a checked-in generated file is stale
   schema-guard [--record]
                fail when schema/pi-protocol.v8.json breaks the wire against
@@ -56,8 +61,12 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
   mutants      mutation testing of the runtime, the connection layer, the derive and the
                generator (areas runtime, connection, derive, gen), tier by tier; --file and
                --changed [BASE] (default main) scope it to files, --lines to changed lines,
-               --max-seconds bounds it; fails on a missed mutant that docs/TESTING.md does
-               not record as equivalent (needs cargo mutants: see docs/TESTING.md)";
+               --re and --shard K/N narrow it, --max-seconds bounds it,
+               --report-only never fails; otherwise fails on a missed mutant that docs/TESTING.md does
+               not record as equivalent (needs cargo mutants: see docs/TESTING.md)
+  schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
+               what the change from schema OLD to NEW breaks, by message type and direction
+               (pi-protocol schema diff); exit status 1 when a required direction breaks";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -71,6 +80,7 @@ fn main() -> ExitCode {
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
         ["mutants", rest @ ..] => mutants::run(rest),
+        ["schema-diff", rest @ ..] => return schema_diff::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

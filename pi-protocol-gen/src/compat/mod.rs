@@ -450,18 +450,7 @@ pub(crate) fn messages<'m>(model: &'m Model, root: &'m crate::model::TypeDef) ->
     out
 }
 
-/// `request`, `response ok=false`: the first tag's value, then the others as `key=value`.
+/// `request`, `response ok=false` (see [`crate::model::tags_name`]), or `fallback` without tags.
 fn tags_name(tags: &[(String, LiteralValue)], fallback: &str) -> String {
-    let mut parts = Vec::new();
-    for (i, (key, value)) in tags.iter().enumerate() {
-        match (i, value) {
-            (0, LiteralValue::String(s)) => parts.push(s.clone()),
-            _ => parts.push(format!("{key}={value}")),
-        }
-    }
-    if parts.is_empty() {
-        fallback.to_string()
-    } else {
-        parts.join(" ")
-    }
+    crate::model::tags_name(tags).unwrap_or_else(|| fallback.to_string())
 }

@@ -60,6 +60,14 @@ impl<'m> Checker<'m> {
         Reason { change, old_pointer: Some(old.to_string()), new_pointer: Some(new.to_string()), detail: detail.into() }
     }
 
+    /// `name: old -> new`, whichever of `from` and `to` is the old schema (`none` for an absent
+    /// keyword).
+    fn values<T: std::fmt::Display>(&self, name: &str, from: Option<T>, to: Option<T>) -> String {
+        let text = |v: Option<T>| v.map_or_else(|| "none".to_string(), |v| v.to_string());
+        let (old, new) = if self.from_is_old { (text(from), text(to)) } else { (text(to), text(from)) };
+        format!("{name}: {old} -> {new}")
+    }
+
     /// Every reason why a value of `from` (a place of the first model) could be refused as a
     /// value of `to` (of the second).
     pub(crate) fn fits_targets(&mut self, from: Target<'m>, to: Target<'m>) -> Vec<Reason> {
@@ -256,11 +264,11 @@ impl<'m> Checker<'m> {
     fn fits_text(&self, a: &Checks, pa: &str, b: &Checks, pb: &str, reasons: &mut Vec<Reason>) {
         let change = self.edit(Change::BoundTightened, Change::BoundLoosened);
         if b.min_length.unwrap_or(0) > a.min_length.unwrap_or(0) {
-            reasons.push(self.reason(change, pa, pb, "minLength differs"));
+            reasons.push(self.reason(change, pa, pb, self.values("minLength", a.min_length, b.min_length)));
         }
         if let Some(max) = b.max_length {
             if a.max_length.is_none_or(|m| m > max) {
-                reasons.push(self.reason(change, pa, pb, "maxLength differs"));
+                reasons.push(self.reason(change, pa, pb, self.values("maxLength", a.max_length, b.max_length)));
             }
         }
         if b.pattern.is_some() && a.pattern != b.pattern {
@@ -271,11 +279,11 @@ impl<'m> Checker<'m> {
     fn fits_count(&self, a: &Checks, pa: &str, b: &Checks, pb: &str, reasons: &mut Vec<Reason>) {
         let change = self.edit(Change::BoundTightened, Change::BoundLoosened);
         if b.min_items.unwrap_or(0) > a.min_items.unwrap_or(0) {
-            reasons.push(self.reason(change, pa, pb, "minItems differs"));
+            reasons.push(self.reason(change, pa, pb, self.values("minItems", a.min_items, b.min_items)));
         }
         if let Some(max) = b.max_items {
             if a.max_items.is_none_or(|m| m > max) {
-                reasons.push(self.reason(change, pa, pb, "maxItems differs"));
+                reasons.push(self.reason(change, pa, pb, self.values("maxItems", a.max_items, b.max_items)));
             }
         }
     }
@@ -290,7 +298,7 @@ impl<'m> Checker<'m> {
             };
             if tighter {
                 let change = self.edit(Change::BoundTightened, Change::BoundLoosened);
-                reasons.push(self.reason(change, pa, pb, "the lower bound differs"));
+                reasons.push(self.reason(change, pa, pb, self.values("lower bound", lower_text(a), lower_text(b))));
             }
         }
         if let Some((bv, bx)) = upper(b) {
@@ -300,7 +308,7 @@ impl<'m> Checker<'m> {
             };
             if tighter {
                 let change = self.edit(Change::BoundTightened, Change::BoundLoosened);
-                reasons.push(self.reason(change, pa, pb, "the upper bound differs"));
+                reasons.push(self.reason(change, pa, pb, self.values("upper bound", upper_text(a), upper_text(b))));
             }
         }
     }
@@ -396,6 +404,16 @@ fn lower_bound(c: &Checks) -> Option<(f64, bool)> {
         (None, Some(x)) => Some((x, true)),
         (None, None) => None,
     }
+}
+
+/// The lowest value allowed, as the schema says it: `>= 0`, `> 0.5`.
+fn lower_text(c: &Checks) -> Option<String> {
+    lower_bound(c).map(|(v, exclusive)| format!("{} {v}", if exclusive { ">" } else { ">=" }))
+}
+
+/// The highest value allowed, as the schema says it: `<= 10`, `< 1`.
+fn upper_text(c: &Checks) -> Option<String> {
+    upper_bound(c).map(|(v, exclusive)| format!("{} {v}", if exclusive { "<" } else { "<=" }))
 }
 
 /// The highest value allowed: the bound and whether it is exclusive.

@@ -479,6 +479,12 @@ pub(super) mod leaf {
     pub(in crate::interpret) fn payload(reader: &mut Reader<'_>) -> Decoded {
         Ok(Payload::decode(reader)?.to_value())
     }
+
+    /// Any strict JSON value, checked as [`payload`] checks it, then dropped (`null` stands in:
+    /// a payload carries no constraint a value could be tested against).
+    pub(in crate::interpret) fn payload_checked(reader: &mut Reader<'_>) -> Decoded {
+        Payload::decode(reader).map(|_| Value::Null)
+    }
 }
 
 /// A wrong type reported as `expected` (the reader names the JSON type it was asked for).

@@ -219,12 +219,26 @@ pub(super) struct CheckTree {
     pub keys: Option<TextChecks>,
 }
 
+/// What decoding an opaque payload (`{}`) gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Payloads {
+    /// Its value, as JSON.
+    Values,
+    /// `null` once it is checked: for verdicts only, so that a large payload never becomes a
+    /// value tree.
+    Checked,
+}
+
 impl Program {
-    /// Compiles `model`.
-    pub fn compile(model: &Model) -> Result<Program> {
+    /// Compiles `model`, decoding payloads as `payloads` says.
+    pub fn compile(model: &Model, payloads: Payloads) -> Result<Program> {
         let index: HashMap<&str, usize> =
             model.types.iter().enumerate().map(|(i, t)| (t.rust_name.as_str(), i)).collect();
-        let mut cx = Compiler { index: &index, patterns: Vec::new(), pointer: String::new() };
+        let payload = match payloads {
+            Payloads::Values => leaf::payload as Leaf,
+            Payloads::Checked => leaf::payload_checked,
+        };
+        let mut cx = Compiler { index: &index, patterns: Vec::new(), pointer: String::new(), payload };
         let mut types = Vec::with_capacity(model.types.len());
         for def in &model.types {
             cx.pointer.clone_from(&def.pointer);
@@ -432,6 +446,8 @@ struct Compiler<'m> {
     patterns: Vec<SchemaPattern>,
     /// The pointer of the type being compiled, for errors.
     pointer: String,
+    /// The decoder of opaque payloads.
+    payload: Leaf,
 }
 
 impl Compiler<'_> {
@@ -509,7 +525,7 @@ impl Compiler<'_> {
             TypeExpr::Number => Ty::Leaf { types: JsonTypes::NUMBER, decode: leaf::number },
             TypeExpr::Boolean => Ty::Leaf { types: JsonTypes::BOOLEAN, decode: leaf::boolean },
             TypeExpr::Null => Ty::Leaf { types: JsonTypes::NULL, decode: leaf::null },
-            TypeExpr::Payload => Ty::Leaf { types: JsonTypes::ANY, decode: leaf::payload },
+            TypeExpr::Payload => Ty::Leaf { types: JsonTypes::ANY, decode: self.payload },
             TypeExpr::Array(inner) => Ty::Array(Box::new(self.ty(&inner.ty)?)),
             TypeExpr::Record(record) => Ty::Record(Box::new(self.ty(&record.values.ty)?)),
             TypeExpr::Nullable(inner) => Ty::Nullable(Box::new(self.ty(&inner.ty)?)),

@@ -12,6 +12,7 @@ use my_crate::runtime::Integer;
 #[non_exhaustive]
 #[codec(crate = "my_crate::runtime")]
 pub struct N {
+    /// The `n` property.
     #[doc(alias = "number")]
     pub n: Integer,
 }

@@ -10,7 +10,9 @@ use pi_protocol_runtime::{Number, Record};
 #[non_exhaustive]
 #[codec(json)]
 pub struct Tree {
+    /// The `children` property.
     pub children: Vec<Tree>,
+    /// The `parent` property.
     #[codec(nullable)]
     pub parent: Option<Option<Box<Tree>>>,
 }
@@ -34,6 +36,7 @@ impl Tree {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Holder {
+    /// The `value` property.
     pub value: JsonValue,
 }
 impl Holder {

@@ -21,6 +21,26 @@ pub enum ClientMessage {
     /// `type: "cancel"`.
     Cancel(Cancel),
 }
+impl ClientMessage {
+    /// The `id` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            ClientMessage::Request(v) => Some(v.id.as_str()),
+            ClientMessage::Cancel(v) => Some(v.id.as_str()),
+            _ => None,
+        }
+    }
+    /// The `target` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
+    #[must_use]
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            ClientMessage::Request(v) => Some(&v.target),
+            ClientMessage::Cancel(v) => Some(&v.target),
+            _ => None,
+        }
+    }
+}
 
 /// Schema: `#/serverMessage`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
@@ -45,6 +65,7 @@ pub enum ServerMessage {
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "hello"))]
 pub struct Hello {
+    /// The `version` property.
     #[codec(minimum = 0)]
     pub version: Integer,
 }
@@ -61,9 +82,12 @@ impl Hello {
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "request"))]
 pub struct Request {
+    /// The `id` property.
     #[codec(min_length = 1)]
     pub id: String,
+    /// The `target` property.
     pub target: Target,
+    /// The `call` property.
     pub call: Payload,
 }
 impl Request {
@@ -79,8 +103,10 @@ impl Request {
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "cancel"))]
 pub struct Cancel {
+    /// The `id` property.
     #[codec(min_length = 1)]
     pub id: String,
+    /// The `target` property.
     pub target: Target,
 }
 impl Cancel {
@@ -97,6 +123,7 @@ impl Cancel {
 #[codec(json, literal(key = "type", value = "hello"), literal(key = "version", value = 8))]
 #[allow(clippy::duplicated_attributes)]
 pub struct HelloVersion8 {
+    /// The `serverId` property.
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
 }
@@ -113,6 +140,7 @@ impl HelloVersion8 {
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "hello_error"))]
 pub struct HelloError {
+    /// The `error` property.
     pub error: Error,
 }
 impl HelloError {
@@ -134,14 +162,26 @@ pub enum Response {
     /// `ok: false`.
     OkFalse(OkFalse),
 }
+impl Response {
+    /// The `id` every variant holds.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Response::OkTrue(v) => v.id.as_str(),
+            Response::OkFalse(v) => v.id.as_str(),
+        }
+    }
+}
 
 /// Schema: `#/serverMessage/anyOf/3`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "service_update"))]
 pub struct ServiceUpdate {
+    /// The `subscriptionId` property.
     #[codec(rename = "subscriptionId", min_length = 1)]
     pub subscription_id: String,
+    /// The `update` property.
     pub update: Payload,
 }
 impl ServiceUpdate {
@@ -157,6 +197,7 @@ impl ServiceUpdate {
 #[non_exhaustive]
 #[codec(json, literal(key = "type", value = "attachment"))]
 pub struct Attachment {
+    /// The `attachment` property.
     #[codec(nullable)]
     pub attachment: Option<AttachmentAttachment>,
 }
@@ -179,14 +220,26 @@ pub enum Target {
     /// `{ serverId, sessionId, attachmentId }`.
     AttachmentAttachment(AttachmentAttachment),
 }
+impl Target {
+    /// The `server_id` every variant holds.
+    #[must_use]
+    pub fn server_id(&self) -> &str {
+        match self {
+            Target::Variant0(v) => v.server_id.as_str(),
+            Target::AttachmentAttachment(v) => v.server_id.as_str(),
+        }
+    }
+}
 
 /// Schema: `#/serverMessage/anyOf/1/properties/error`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
 #[non_exhaustive]
 #[codec(json)]
 pub struct Error {
+    /// The `code` property.
     #[codec(min_length = 1)]
     pub code: String,
+    /// The `message` property.
     pub message: String,
 }
 impl Error {
@@ -203,8 +256,10 @@ impl Error {
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = true, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct OkTrue {
+    /// The `id` property.
     #[codec(min_length = 1)]
     pub id: String,
+    /// The `result` property.
     pub result: Option<Payload>,
 }
 impl OkTrue {
@@ -228,8 +283,10 @@ impl OkTrue {
 #[codec(json, literal(key = "type", value = "response"), literal(key = "ok", value = false, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct OkFalse {
+    /// The `id` property.
     #[codec(min_length = 1)]
     pub id: String,
+    /// The `error` property.
     pub error: Error,
 }
 impl OkFalse {
@@ -245,10 +302,13 @@ impl OkFalse {
 #[non_exhaustive]
 #[codec(json)]
 pub struct AttachmentAttachment {
+    /// The `serverId` property.
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
+    /// The `sessionId` property.
     #[codec(rename = "sessionId", min_length = 1)]
     pub session_id: String,
+    /// The `attachmentId` property.
     #[codec(rename = "attachmentId", min_length = 1)]
     pub attachment_id: String,
 }
@@ -270,6 +330,7 @@ impl AttachmentAttachment {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Variant0 {
+    /// The `serverId` property.
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
 }

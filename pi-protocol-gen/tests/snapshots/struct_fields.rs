@@ -15,23 +15,32 @@ pub struct Item {
     /// Which item.
     #[codec(rename = "itemId", min_length = 1)]
     pub item_id: String,
+    /// The `count` property.
     #[codec(minimum = 1, maximum = 10)]
     pub count: Integer,
     /// A note, when there is one.
     #[codec(max_length = 80)]
     pub note: Option<String>,
+    /// The `data` property.
     pub data: Option<Payload>,
+    /// The `type` property.
     #[codec(rename = "type")]
     pub item_type: Option<String>,
+    /// The `match` property.
     #[codec(rename = "match", minimum = -5)]
     pub match_: Integer,
+    /// The `parent` property.
     #[codec(nullable)]
     pub parent: Option<String>,
+    /// The `cleared` property.
     #[codec(nullable, minimum = 0)]
     pub cleared: Option<Option<Integer>>,
+    /// The `size` property.
     pub size: Option<Size>,
+    /// The `grid` property.
     #[codec(items(items(min_length = 1)))]
     pub grid: Vec<Vec<Option<String>>>,
+    /// The `scores` property.
     #[codec(values(minimum = 0))]
     pub scores: Option<Record<Number>>,
 }
@@ -103,7 +112,9 @@ impl Item {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Size {
+    /// The `w` property.
     pub w: Number,
+    /// The `h` property.
     pub h: Number,
 }
 impl Size {

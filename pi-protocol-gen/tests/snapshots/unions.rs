@@ -25,6 +25,7 @@ impl Ping {
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = true, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Yes {
+    /// The `id` property.
     pub id: String,
 }
 impl Yes {
@@ -41,7 +42,9 @@ impl Yes {
 #[codec(json, literal(key = "type", value = "answer"), literal(key = "ok", value = false, after = "id"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct No {
+    /// The `id` property.
     pub id: String,
+    /// The `why` property.
     pub why: String,
 }
 impl No {
@@ -65,6 +68,16 @@ pub enum Answer {
     /// Said no.
     OkFalse(No),
 }
+impl Answer {
+    /// The `id` every variant holds.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Answer::Yes(v) => v.id.as_str(),
+            Answer::OkFalse(v) => v.id.as_str(),
+        }
+    }
+}
 
 /// Schema: `#/$defs/Message`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Codec)]
@@ -83,6 +96,7 @@ pub enum Message {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Small {
+    /// The `a` property.
     pub a: String,
 }
 impl Small {
@@ -98,8 +112,11 @@ impl Small {
 #[non_exhaustive]
 #[codec(json)]
 pub struct Big {
+    /// The `a` property.
     pub a: String,
+    /// The `b` property.
     pub b: String,
+    /// The `c` property.
     pub c: Option<Payload>,
 }
 impl Big {
@@ -127,6 +144,16 @@ pub enum Either {
     Small(Small),
     /// `{ a, b, c? }`.
     Big(Big),
+}
+impl Either {
+    /// The `a` every variant holds.
+    #[must_use]
+    pub fn a(&self) -> &str {
+        match self {
+            Either::Small(v) => v.a.as_str(),
+            Either::Big(v) => v.a.as_str(),
+        }
+    }
 }
 
 /// Schema: `#/$defs/Done`.
@@ -208,6 +235,7 @@ pub enum Color {
 )]
 #[allow(clippy::duplicated_attributes)]
 pub struct ToolFailedFalse {
+    /// The `out` property.
     pub out: Payload,
 }
 impl ToolFailedFalse {

@@ -1,8 +1,9 @@
 //! [`RouterOptions`]: the limits of a [`Router`](super::Router) and the errors it answers with
 //! on its own.
 
+use crate::connection::options::{default_error, option_setters};
 use crate::connection::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_ID_PREFIX};
-use crate::{ErrorBody, ErrorCode, PROTOCOL_VERSION};
+use crate::{ErrorBody, PROTOCOL_VERSION};
 
 /// The default of [`RouterOptions::max_subscriptions`]: subscriptions one client may hold
 /// through shared upstreams at once.
@@ -83,23 +84,19 @@ pub struct RouterOptions {
     pub request_id_prefix: String,
 }
 
-fn body(code: &str, message: &str) -> ErrorBody {
-    ErrorBody::new(ErrorCode::new(code).expect("default codes are non-empty"), message)
-}
-
 impl Default for RouterOptions {
     fn default() -> Self {
         RouterOptions {
-            unsupported_version: body(
+            unsupported_version: default_error(
                 "unsupported_version",
                 &format!("This server speaks protocol version {PROTOCOL_VERSION}"),
             ),
-            duplicate_id: body("duplicate_request", "A request with this id is already in flight"),
-            too_many_requests: body("too_many_requests", "Too many requests in flight"),
-            unknown_server: body("unknown_server", "No server with this id is connected to the coordinator"),
-            subscription_in_use: body("subscription_in_use", "Another client holds this subscription id"),
-            too_many_subscriptions: body("too_many_subscriptions", "Too many subscriptions held"),
-            server_departed: body("server_departed", "The server went away before answering"),
+            duplicate_id: default_error("duplicate_request", "A request with this id is already in flight"),
+            too_many_requests: default_error("too_many_requests", "Too many requests in flight"),
+            unknown_server: default_error("unknown_server", "No server with this id is connected to the coordinator"),
+            subscription_in_use: default_error("subscription_in_use", "Another client holds this subscription id"),
+            too_many_subscriptions: default_error("too_many_subscriptions", "Too many subscriptions held"),
+            server_departed: default_error("server_departed", "The server went away before answering"),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             request_id_prefix: DEFAULT_REQUEST_ID_PREFIX.to_owned(),
@@ -107,40 +104,27 @@ impl Default for RouterOptions {
     }
 }
 
-macro_rules! setters {
-    ($($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {
-        impl RouterOptions {
-            $(
-                $(#[$doc])*
-                #[must_use]
-                pub fn $field(mut self, value: $ty) -> Self {
-                    self.$field = value;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-setters! {
-    /// Sets [`unsupported_version`](Self::unsupported_version).
-    unsupported_version: ErrorBody;
-    /// Sets [`duplicate_id`](Self::duplicate_id).
-    duplicate_id: ErrorBody;
-    /// Sets [`too_many_requests`](Self::too_many_requests).
-    too_many_requests: ErrorBody;
-    /// Sets [`unknown_server`](Self::unknown_server).
-    unknown_server: ErrorBody;
-    /// Sets [`subscription_in_use`](Self::subscription_in_use).
-    subscription_in_use: ErrorBody;
-    /// Sets [`too_many_subscriptions`](Self::too_many_subscriptions).
-    too_many_subscriptions: ErrorBody;
-    /// Sets [`server_departed`](Self::server_departed).
-    server_departed: ErrorBody;
-    /// Sets [`max_in_flight`](Self::max_in_flight).
-    max_in_flight: usize;
-    /// Sets [`max_subscriptions`](Self::max_subscriptions).
-    max_subscriptions: usize;
+option_setters! {
+    RouterOptions {
+        /// Sets [`unsupported_version`](Self::unsupported_version).
+        unsupported_version: ErrorBody;
+        /// Sets [`duplicate_id`](Self::duplicate_id).
+        duplicate_id: ErrorBody;
+        /// Sets [`too_many_requests`](Self::too_many_requests).
+        too_many_requests: ErrorBody;
+        /// Sets [`unknown_server`](Self::unknown_server).
+        unknown_server: ErrorBody;
+        /// Sets [`subscription_in_use`](Self::subscription_in_use).
+        subscription_in_use: ErrorBody;
+        /// Sets [`too_many_subscriptions`](Self::too_many_subscriptions).
+        too_many_subscriptions: ErrorBody;
+        /// Sets [`server_departed`](Self::server_departed).
+        server_departed: ErrorBody;
+        /// Sets [`max_in_flight`](Self::max_in_flight).
+        max_in_flight: usize;
+        /// Sets [`max_subscriptions`](Self::max_subscriptions).
+        max_subscriptions: usize;
+    }
 }
 
 impl RouterOptions {

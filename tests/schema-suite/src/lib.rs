@@ -1,83 +1,84 @@
-//! The committed test schemas, their generated types, and one uniform way to run them.
+//! The committed test schemas and their generated types, built the way a downstream crate
+//! builds its own: `build.rs` runs `pi_protocol_gen::Builder` with its default paths, and this
+//! crate depends on the `pi-protocol` facade alone (not on the runtime or derive crates). That
+//! it compiles is the proof that a downstream crate needs nothing else.
 //!
-//! Each schema under test is compiled by `build.rs` with `pi_protocol_gen::Builder` (as a
-//! downstream crate would) and exposed here as a [`Case`]: its JSON text and, for each side,
-//! functions that decode a frame payload with the generated types and re-encode the result.
-//! `tests/differential.rs` checks them against the `jsonschema` crate on random instances.
+//! Every schema in `pi-protocol-gen/tests/schemas/`, and the project's own v8 schema
+//! (`schema/pi-protocol.v8.json`, the facade's built-in types generated again), becomes a module
+//! of generated types and a [`Schema`] type; [`for_each_schema`] visits them all, so a check
+//! written once as a [`Visitor`] runs on every schema, those added later included. The checks:
+//! - `tests/differential.rs`: the generated codecs against the `jsonschema` crate, on random
+//!   valid and mutated instances;
+//! - `tests/reference_verdicts.rs`: against verdicts recorded from the reference's validator;
+//! - `tests/interpret.rs`: the schema interpreter (`pi_protocol_gen::interpret`) against the
+//!   generated types: the same verdicts, JSON and errors;
+//! - `tests/vectors.rs`: the v8 types generated from the reference's inlined schema and from the
+//!   project's schema against the facade's built-in types, on every conformance vector and capture;
+//! - `tests/downstream.rs`: the generated types in use through the facade (constructors and
+//!   setters across the crate boundary, the JSON view, frames, errors), and generated code that
+//!   names nothing but the facade.
 
-use pi_protocol_runtime::wire_json::{to_json, wire_cbor};
-use pi_protocol_runtime::{decode_message, CborLimits, Decode, Encode, ProtocolError};
-use serde_json::Value;
+#![deny(missing_docs)]
 
-/// Every construct of the schema language, in the project's own form.
-pub mod constructs {
-    include!(concat!(env!("OUT_DIR"), "/constructs.rs"));
-}
+use std::fmt::Debug;
 
-/// A chat protocol in the reference's published form: fully inlined, with a TypeBox cyclic
-/// JSON value, records, multi-key unions.
-pub mod chat_inlined {
-    include!(concat!(env!("OUT_DIR"), "/chat_inlined.rs"));
-}
+use pi_protocol::runtime::{decode_message, CborLimits, Decode, Encode};
 
-/// Protocol version 8 as the reference publishes its schema, fed to the generator unchanged.
-pub mod reference_v8 {
-    include!(concat!(env!("OUT_DIR"), "/reference_schema.rs"));
-}
+include!(concat!(env!("OUT_DIR"), "/schemas.rs"));
 
-/// Protocol version 8 from the project's own schema (the facade's built-in types, generated
-/// again through the builder).
-pub mod own_v8 {
-    include!(concat!(env!("OUT_DIR"), "/pi_protocol_v8.rs"));
-}
-
-/// What decoding a frame payload with generated types gives: the message as wire JSON and its
-/// canonical re-encoding.
-pub type Decoded = Result<(Value, Vec<u8>), ProtocolError>;
-
-/// One schema under test.
-#[derive(Clone, Copy)]
-pub struct Case {
-    /// A short name.
-    pub name: &'static str,
+/// One schema of the suite: its file, its generated code, and its two message types.
+pub trait Schema {
+    /// The schema's name: its file name without `.json` (`own-v8` for the project's schema).
+    const NAME: &'static str;
     /// The schema file's text.
-    pub schema: &'static str,
-    /// Decodes a client message payload.
-    pub client: fn(&[u8]) -> Decoded,
-    /// Decodes a server message payload.
-    pub server: fn(&[u8]) -> Decoded,
+    const TEXT: &'static str;
+    /// The module `pi_protocol_gen::Builder` wrote for it, as written.
+    const CODE: &'static str;
+    /// The messages a client sends (`x-client-message`, or the reference form's `clientMessage`).
+    type ClientMessage: for<'de> Decode<'de> + Encode + Debug;
+    /// The messages a server sends.
+    type ServerMessage: for<'de> Decode<'de> + Encode + Debug;
 }
 
-/// Decodes `payload` as a `T` with the default limits, then renders and re-encodes it.
-pub fn decode<T: for<'de> Decode<'de> + Encode>(payload: &[u8]) -> Decoded {
-    let message: T = decode_message(payload, CborLimits::default())?;
-    Ok((to_json(&message), wire_cbor(&message)))
+/// A check run on every schema by [`for_each_schema`].
+pub trait Visitor {
+    /// Runs the check on the schema `S`.
+    fn visit<S: Schema>(&mut self);
 }
 
-/// Every schema under test.
-pub const CASES: &[Case] = &[
-    Case {
-        name: "constructs",
-        schema: include_str!("../../../pi-protocol-gen/tests/schemas/constructs.json"),
-        client: decode::<constructs::ClientMessage>,
-        server: decode::<constructs::ServerMessage>,
-    },
-    Case {
-        name: "chat-inlined",
-        schema: include_str!("../../../pi-protocol-gen/tests/schemas/chat-inlined.json"),
-        client: decode::<chat_inlined::ClientMessage>,
-        server: decode::<chat_inlined::ServerMessage>,
-    },
-    Case {
-        name: "reference-v8",
-        schema: include_str!("../../vectors/reference-schema.json"),
-        client: decode::<reference_v8::ClientMessage>,
-        server: decode::<reference_v8::ServerMessage>,
-    },
-    Case {
-        name: "own-v8",
-        schema: include_str!("../../../schema/pi-protocol.v8.json"),
-        client: decode::<own_v8::ClientMessage>,
-        server: decode::<own_v8::ServerMessage>,
-    },
-];
+/// Whether the schema named `name` accepts `payload` (one message's CBOR, default limits) as a
+/// message of `side` (`"client"` or `"server"`); `None` for an unknown schema or side.
+///
+/// ```
+/// // {"type": "hello", "version": 8}
+/// let hello = [0xa2, 0x64, b't', b'y', b'p', b'e', 0x65, b'h', b'e', b'l', b'l', b'o', 0x67];
+/// let hello = [&hello[..], b"version", &[0x08]].concat();
+/// assert_eq!(pi_protocol_schema_suite::accepts("own-v8", "client", &hello), Some(true));
+/// assert_eq!(pi_protocol_schema_suite::accepts("own-v8", "client", &hello[..12]), Some(false));
+/// assert_eq!(pi_protocol_schema_suite::accepts("nonesuch", "client", &hello), None);
+/// ```
+#[must_use]
+pub fn accepts(name: &str, side: &str, payload: &[u8]) -> Option<bool> {
+    struct Lookup<'a> {
+        name: &'a str,
+        side: &'a str,
+        payload: &'a [u8],
+        verdict: Option<bool>,
+    }
+    impl Visitor for Lookup<'_> {
+        fn visit<S: Schema>(&mut self) {
+            if S::NAME != self.name {
+                return;
+            }
+            let limits = CborLimits::default();
+            self.verdict = match self.side {
+                "client" => Some(decode_message::<S::ClientMessage>(self.payload, limits).is_ok()),
+                "server" => Some(decode_message::<S::ServerMessage>(self.payload, limits).is_ok()),
+                _ => None,
+            };
+        }
+    }
+    let mut lookup = Lookup { name, side, payload, verdict: None };
+    for_each_schema(&mut lookup);
+    lookup.verdict
+}
