@@ -66,6 +66,9 @@ struct Tier {
     packages: &'static [&'static str],
     /// Cargo arguments for the build and the test run: features and test targets.
     cargo_args: &'static [&'static str],
+    /// Cargo arguments for the test run only (`--doc`: cargo refuses it with the build's
+    /// `--no-run`, so the build compiles every test target of the package).
+    test_args: &'static [&'static str],
 }
 
 /// A measured area: the files whose mutants are tested and the tiers that test them.
@@ -114,18 +117,21 @@ const AREAS: &[Area] = &[
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-runtime"],
                 cargo_args: &["--lib", "--tests"],
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol codec tests",
                 tool: Tool::Nextest,
                 packages: &["pi-protocol"],
                 cargo_args: FACADE_CODEC_TESTS,
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol-runtime doctests",
                 tool: Tool::Cargo,
                 packages: &["pi-protocol-runtime"],
-                cargo_args: &["--doc"],
+                cargo_args: &[],
+                test_args: &["--doc"],
             },
         ],
     },
@@ -149,6 +155,7 @@ const AREAS: &[Area] = &[
                     "--test=router",
                     "--test=options",
                 ],
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol transport tests and the router example",
@@ -160,12 +167,14 @@ const AREAS: &[Area] = &[
                     "--test=capture_transports",
                     "--test=router_example",
                 ],
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol doctests",
                 tool: Tool::Cargo,
                 packages: &["pi-protocol"],
-                cargo_args: &["--all-features", "--doc"],
+                cargo_args: &["--all-features"],
+                test_args: &["--doc"],
             },
         ],
     },
@@ -181,24 +190,28 @@ const AREAS: &[Area] = &[
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-derive"],
                 cargo_args: &["--test=behaviour", "--test=checks", "--test=unions", "--test=json_view", "--test=v8"],
+                test_args: &[],
             },
             Tier {
                 label: "schema-suite",
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-schema-suite"],
                 cargo_args: &["--tests"],
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol codec tests",
                 tool: Tool::Nextest,
                 packages: &["pi-protocol"],
                 cargo_args: FACADE_CODEC_TESTS,
+                test_args: &[],
             },
             Tier {
                 label: "pi-protocol-derive compile-fail (trybuild) tests",
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-derive"],
                 cargo_args: &["--test=derive_ui"],
+                test_args: &[],
             },
         ],
     },
@@ -214,12 +227,14 @@ const AREAS: &[Area] = &[
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-gen"],
                 cargo_args: &["--lib", "--tests"],
+                test_args: &[],
             },
             Tier {
                 label: "schema-suite",
                 tool: Tool::Nextest,
                 packages: &["pi-protocol-schema-suite"],
                 cargo_args: &["--tests"],
+                test_args: &[],
             },
         ],
     },
@@ -564,7 +579,8 @@ impl Runner<'_> {
                     "--minimum-test-timeout=60",
                     "--build-timeout-multiplier=3",
                 ])
-                .args(tier.cargo_args.iter().map(|a| format!("--cargo-arg={a}")));
+                .args(tier.cargo_args.iter().map(|a| format!("--cargo-arg={a}")))
+                .args(tier.test_args.iter().map(|a| format!("--cargo-test-arg={a}")));
             if first {
                 command.args(self.narrowing());
                 if iterate {

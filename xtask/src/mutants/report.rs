@@ -7,14 +7,25 @@ use std::time::Duration;
 
 /// The lines of `docs/TESTING.md` between these markers record the equivalent mutants, one a
 /// line: ``- `<file>: <mutation>` — <reason>`` (the mutant's name without its line and column,
-/// so that the record survives edits elsewhere in the file).
+/// so that the record survives edits elsewhere in the file), or ``- `<file>:<column>:
+/// <mutation>` — <reason>`` when the same mutation occurs more than once in a function and only
+/// the one at that column is equivalent.
 const BEGIN: &str = "<!-- equivalent mutants: begin -->";
 const END: &str = "<!-- equivalent mutants: end -->";
+
+/// One recorded equivalent mutant.
+#[derive(Debug, PartialEq, Eq)]
+struct Record {
+    file: String,
+    /// The column, when the record names one.
+    column: Option<u32>,
+    mutation: String,
+}
 
 /// The mutants recorded as equivalent.
 #[derive(Debug)]
 pub struct Equivalents {
-    names: Vec<String>,
+    records: Vec<Record>,
 }
 
 impl Equivalents {
@@ -30,44 +41,59 @@ impl Equivalents {
     fn parse(text: &str) -> Result<Self, String> {
         let start = text.find(BEGIN).ok_or_else(|| format!("no `{BEGIN}` line"))? + BEGIN.len();
         let len = text[start..].find(END).ok_or_else(|| format!("no `{END}` line"))?;
-        let mut names = Vec::new();
+        let mut records = Vec::new();
         for line in text[start..start + len].lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let name = line
+            let record = line
                 .strip_prefix("- `")
                 .and_then(|rest| rest.split_once("` — "))
-                .filter(|(name, reason)| name.contains(".rs: ") && !reason.trim().is_empty())
-                .map(|(name, _)| name)
-                .ok_or_else(|| format!("not a record (- `<file>: <mutation>` — <reason>): {line}"))?;
-            names.push(name.to_owned());
+                .filter(|(_, reason)| !reason.trim().is_empty())
+                .and_then(|(name, _)| Record::parse(name))
+                .ok_or_else(|| format!("not a record (- `<file>[:<column>]: <mutation>` — <reason>): {line}"))?;
+            records.push(record);
         }
-        Ok(Equivalents { names })
+        Ok(Equivalents { records })
     }
 
     /// Whether a mutant, named as cargo-mutants names it (with line and column), is recorded.
     pub fn contains(&self, name: &str) -> bool {
-        let key = without_position(name);
-        self.names.contains(&key)
+        let Some((file, _line, column, mutation)) = split_name(name) else { return false };
+        self.records
+            .iter()
+            .any(|r| r.file == file && r.mutation == mutation && r.column.is_none_or(|c| c.to_string() == column))
     }
 
     /// `--exclude-re` patterns that leave the recorded mutants out of a run.
     pub fn exclude_patterns(&self) -> impl Iterator<Item = String> + '_ {
-        self.names.iter().filter_map(|name| {
-            let (file, mutation) = name.split_once(": ")?;
-            Some(format!(r"^{}:\d+:\d+: {}$", escape(file), escape(mutation)))
+        self.records.iter().map(|r| {
+            let column = r.column.map_or_else(|| r"\d+".to_owned(), |c| c.to_string());
+            format!(r"^{}:\d+:{column}: {}$", escape(&r.file), escape(&r.mutation))
         })
     }
 }
 
-/// `file:line:col: mutation` without `:line:col`.
-fn without_position(name: &str) -> String {
-    let Some((head, mutation)) = name.split_once(": ") else { return name.to_owned() };
-    let mut parts = head.rsplitn(3, ':');
-    let (col, line, file) = (parts.next(), parts.next(), parts.next());
-    let numeric = |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
-    match file {
-        Some(file) if numeric(col) && numeric(line) => format!("{file}: {mutation}"),
-        _ => name.to_owned(),
+impl Record {
+    /// `<file>: <mutation>` or `<file>:<column>: <mutation>`.
+    fn parse(name: &str) -> Option<Self> {
+        let (head, mutation) = name.split_once(": ")?;
+        let (file, column) = match head.rsplit_once(':') {
+            Some((file, column)) => (file, Some(column.parse().ok()?)),
+            None => (head, None),
+        };
+        if !file.ends_with(".rs") || mutation.trim().is_empty() {
+            return None;
+        }
+        Some(Record { file: file.to_owned(), column, mutation: mutation.to_owned() })
     }
+}
+
+/// `file:line:col: mutation` split into its four parts (`None` when the positions are not
+/// numbers).
+fn split_name(name: &str) -> Option<(&str, &str, &str, &str)> {
+    let (head, mutation) = name.split_once(": ")?;
+    let mut parts = head.rsplitn(3, ':');
+    let (column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (numeric(line) && numeric(column)).then_some((file, line, column, mutation))
 }
 
 /// Escapes the characters the `regex` crate gives a meaning to.
@@ -246,36 +272,42 @@ mod tests {
         - `a/src/x.rs: replace < with <= in f` — the bound is never reached\n\
         \n\
         - `a/src/y.rs: replace g -> bool with true` — only a cache hint\n\
+        - `a/src/y.rs:21: replace || with && in h` — the first test is implied by the next\n\
         <!-- equivalent mutants: end -->\nafter\n";
 
     #[test]
-    fn records_are_read_and_matched_without_position() {
+    fn records_are_read_and_matched_without_line_and_with_their_column_if_any() {
         let eq = Equivalents::parse(DOC).unwrap();
-        assert_eq!(eq.names, ["a/src/x.rs: replace < with <= in f", "a/src/y.rs: replace g -> bool with true"]);
+        assert_eq!(eq.records.len(), 3);
+        assert_eq!(
+            eq.records[2],
+            Record { file: "a/src/y.rs".into(), column: Some(21), mutation: "replace || with && in h".into() }
+        );
         assert!(eq.contains("a/src/x.rs:12:7: replace < with <= in f"));
+        assert!(eq.contains("a/src/x.rs:99:1: replace < with <= in f"));
         assert!(!eq.contains("a/src/x.rs:12:7: replace < with > in f"));
         assert!(!eq.contains("a/src/z.rs:1:1: replace < with <= in f"));
+        assert!(eq.contains("a/src/y.rs:46:21: replace || with && in h"));
+        assert!(!eq.contains("a/src/y.rs:46:37: replace || with && in h"));
+        assert!(!eq.contains("a/src/y.rs:x:21: replace || with && in h"));
     }
 
     #[test]
-    fn exclude_patterns_escape_the_mutation_and_allow_any_position() {
+    fn exclude_patterns_escape_the_mutation_and_allow_any_line() {
         let eq = Equivalents::parse(DOC).unwrap();
         let patterns: Vec<String> = eq.exclude_patterns().collect();
         assert_eq!(patterns[0], r"^a/src/x\.rs:\d+:\d+: replace < with <= in f$");
         assert_eq!(patterns[1], r"^a/src/y\.rs:\d+:\d+: replace g \-> bool with true$");
+        assert_eq!(patterns[2], r"^a/src/y\.rs:\d+:21: replace \|\| with \&\& in h$");
     }
 
     #[test]
     fn malformed_records_and_missing_markers_are_errors() {
         let bad = DOC.replace(" — the bound", " the bound");
         assert!(Equivalents::parse(&bad).unwrap_err().contains("not a record"));
+        let bad = DOC.replace("y.rs:21:", "y.rs:x:");
+        assert!(Equivalents::parse(&bad).unwrap_err().contains("not a record"));
         assert!(Equivalents::parse("no markers").unwrap_err().contains("begin"));
-    }
-
-    #[test]
-    fn positions_are_stripped_only_when_numeric() {
-        assert_eq!(without_position("f.rs:3:14: replace + with -"), "f.rs: replace + with -");
-        assert_eq!(without_position("f.rs:x:14: replace"), "f.rs:x:14: replace");
     }
 
     fn outcome(caught: &[&str], missed: &[&str], timeout: &[&str], unviable: usize, planned: usize) -> Outcome {
