@@ -199,15 +199,25 @@ impl Tally {
     /// tier tested only the survivors: those it caught (or timed out on) leave them, the rest
     /// (missed, not reached, or unviable under its own test targets) stay missed.
     pub fn add_tier(&mut self, label: &str, outcome: &Outcome, first: bool, took: Duration) {
-        self.tiers.push((label.to_owned(), outcome.caught.len(), took));
-        self.timeout.extend(outcome.timeout.iter().cloned());
         if first {
+            self.tiers.push((label.to_owned(), outcome.caught.len(), took));
+            self.timeout.extend(outcome.timeout.iter().cloned());
             self.unviable = outcome.unviable.len();
             self.missed.clone_from(&outcome.missed);
             self.untested = outcome.planned.saturating_sub(outcome.tested());
         } else {
-            self.missed.retain(|name| !outcome.caught.contains(name) && !outcome.timeout.contains(name));
-            self.not_retried = outcome.planned.saturating_sub(outcome.tested());
+            // Only the survivors count: cargo-mutants 27.1.0 runs its "delete field" mutants
+            // whatever `--re` says, and tier 1 judged those already.
+            let survivor = |name: &&String| self.missed.contains(name);
+            let caught = outcome.caught.iter().filter(survivor).count();
+            let timeout: Vec<String> = outcome.timeout.iter().filter(survivor).cloned().collect();
+            let reported = |name: &String| {
+                [&outcome.caught, &outcome.missed, &outcome.timeout, &outcome.unviable].iter().any(|l| l.contains(name))
+            };
+            self.not_retried = self.missed.iter().filter(|name| !reported(name)).count();
+            self.tiers.push((label.to_owned(), caught, took));
+            self.missed.retain(|name| !outcome.caught.contains(name) && !timeout.contains(name));
+            self.timeout.extend(timeout);
         }
     }
 
@@ -327,8 +337,9 @@ mod tests {
         let mut tally = Tally::new(1);
         let first = outcome(&["a", "b", "c", "d", "e", "f", "g"], &["m", "n"], &["t"], 3, 13);
         tally.add_tier("tier one", &first, true, Duration::from_secs(5));
-        // The second tier catches n, misses m.
-        tally.add_tier("tier two", &outcome(&["n"], &["m"], &[], 0, 2), false, Duration::from_secs(2));
+        // The second tier catches n, misses m, and catches a, which tier one caught already
+        // (cargo-mutants runs its "delete field" mutants whatever `--re` says): a counts once.
+        tally.add_tier("tier two", &outcome(&["n", "a"], &["m"], &[], 0, 3), false, Duration::from_secs(2));
         let summary = tally.summary("runtime", 0.95);
         assert!(
             summary.starts_with(
