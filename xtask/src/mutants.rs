@@ -103,6 +103,25 @@ const FACADE_CODEC_TESTS: &[&str] = &[
     "--test=connection_capture",
 ];
 
+/// The facade's codec tests as a tier (of the runtime and of the derive).
+const FACADE_CODEC_TIER: Tier = Tier {
+    label: "pi-protocol codec tests",
+    tool: Tool::Nextest,
+    packages: &["pi-protocol"],
+    cargo_args: FACADE_CODEC_TESTS,
+    test_args: &[],
+};
+
+/// The schema-suite's tests, generated types checked against the `jsonschema` crate, as a tier
+/// (of the derive and of the generator).
+const SCHEMA_SUITE_TIER: Tier = Tier {
+    label: "schema-suite",
+    tool: Tool::Nextest,
+    packages: &["pi-protocol-schema-suite"],
+    cargo_args: &["--tests"],
+    test_args: &[],
+};
+
 const AREAS: &[Area] = &[
     Area {
         name: "runtime",
@@ -118,13 +137,7 @@ const AREAS: &[Area] = &[
                 cargo_args: &["--lib", "--tests"],
                 test_args: &[],
             },
-            Tier {
-                label: "pi-protocol codec tests",
-                tool: Tool::Nextest,
-                packages: &["pi-protocol"],
-                cargo_args: FACADE_CODEC_TESTS,
-                test_args: &[],
-            },
+            FACADE_CODEC_TIER,
             Tier {
                 label: "pi-protocol-runtime doctests",
                 tool: Tool::Cargo,
@@ -191,20 +204,8 @@ const AREAS: &[Area] = &[
                 cargo_args: &["--test=behaviour", "--test=checks", "--test=unions", "--test=json_view", "--test=v8"],
                 test_args: &[],
             },
-            Tier {
-                label: "schema-suite",
-                tool: Tool::Nextest,
-                packages: &["pi-protocol-schema-suite"],
-                cargo_args: &["--tests"],
-                test_args: &[],
-            },
-            Tier {
-                label: "pi-protocol codec tests",
-                tool: Tool::Nextest,
-                packages: &["pi-protocol"],
-                cargo_args: FACADE_CODEC_TESTS,
-                test_args: &[],
-            },
+            SCHEMA_SUITE_TIER,
+            FACADE_CODEC_TIER,
             Tier {
                 label: "pi-protocol-derive compile-fail (trybuild) tests",
                 tool: Tool::Nextest,
@@ -228,13 +229,7 @@ const AREAS: &[Area] = &[
                 cargo_args: &["--lib", "--tests"],
                 test_args: &[],
             },
-            Tier {
-                label: "schema-suite",
-                tool: Tool::Nextest,
-                packages: &["pi-protocol-schema-suite"],
-                cargo_args: &["--tests"],
-                test_args: &[],
-            },
+            SCHEMA_SUITE_TIER,
         ],
     },
 ];
