@@ -1,4 +1,5 @@
-//! A Pi protocol version 8 client over TCP, built on the sans-IO [`ClientConnection`] and tokio.
+//! A Pi protocol version 8 client over TCP, built on the sans-IO [`ClientConnection`] run by
+//! [`ClientDriver`] over tokio.
 //!
 //! ```text
 //! cargo run --example server --features tokio -- --listen 127.0.0.1:7878   # in one terminal
@@ -20,9 +21,9 @@
 use std::process::ExitCode;
 
 use pi_protocol::connection::{CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason};
+use pi_protocol::io::ClientDriver;
 use pi_protocol::{Payload, RequestId};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const USAGE: &str = "usage: client [--connect ADDR] [--version N]";
@@ -74,13 +75,14 @@ async fn main() -> ExitCode {
         }
     };
     let options = ClientOptions::default().version(version);
-    let mut session = Session { connection: ClientConnection::new(options), stream, buf: vec![0; 64 * 1024] };
+    let mut session = Session { driver: ClientDriver::new(stream, ClientConnection::new(options)) };
     let outcome = session.run().await;
-    session.connection.close();
-    while let Some(event) = session.connection.poll_event() {
+    // Closes the connection, then prints what is left (the `closed` event) while the driver
+    // writes what is queued and shuts the socket down.
+    session.driver.connection_mut().close();
+    while let Some(event) = session.driver.next_event().await {
         print_event(&event);
     }
-    let _ = session.stream.shutdown().await;
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -122,33 +124,16 @@ fn print_event(event: &ClientEvent) {
 }
 
 struct Session {
-    connection: ClientConnection,
-    stream: TcpStream,
-    buf: Vec<u8>,
+    driver: ClientDriver<TcpStream>,
 }
 
 impl Session {
-    /// Writes what the connection queued, then waits for its next event (reading as needed).
-    /// `None` once the connection closed and every event was handed out.
+    /// The connection's next event, printed; `None` once the connection closed and every event
+    /// was handed out.
     async fn next_event(&mut self) -> Option<ClientEvent> {
-        loop {
-            if let Some(bytes) = self.connection.poll_transmit() {
-                if self.stream.write_all(&bytes).await.is_err() {
-                    self.connection.close();
-                }
-            }
-            if let Some(event) = self.connection.poll_event() {
-                print_event(&event);
-                return Some(event);
-            }
-            if self.connection.is_closed() {
-                return None;
-            }
-            match self.stream.read(&mut self.buf).await {
-                Ok(0) | Err(_) => self.connection.close(),
-                Ok(n) => self.connection.receive(&self.buf[..n]),
-            }
-        }
+        let event = self.driver.next_event().await?;
+        print_event(&event);
+        Some(event)
     }
 
     /// Waits for the response to `id`, printing whatever else arrives meanwhile.
@@ -170,7 +155,7 @@ impl Session {
         target: CallTarget,
         payload: Payload,
     ) -> Result<Result<Option<Payload>, String>, String> {
-        let id = self.connection.request(target, payload).map_err(|e| format!("request refused: {e}"))?;
+        let id = self.driver.connection_mut().request(target, payload).map_err(|e| format!("request refused: {e}"))?;
         self.response(&id).await
     }
 
@@ -203,15 +188,16 @@ impl Session {
         }
         // Attach: the route arrives out of band, before the answer.
         expect_ok(self.request(CallTarget::Server, call("sessions", "attach", json!(["s-1"]))).await?, "attach")?;
-        let route = self.connection.route().cloned().ok_or("attach answered but no route was published")?;
+        let route = self.driver.connection().route().cloned().ok_or("attach answered but no route was published")?;
         println!("{}", json!({"local": "following route", "route": route}));
         // Session calls follow that route.
         expect_ok(self.request(CallTarget::Session, call("session", "echo", json!(["hello"]))).await?, "echo")?;
         let wait = self
-            .connection
+            .driver
+            .connection_mut()
             .request(CallTarget::Session, call("session", "wait", json!([30_000])))
             .map_err(|e| format!("wait refused: {e}"))?;
-        if !self.connection.cancel(&wait) {
+        if !self.driver.connection_mut().cancel(&wait) {
             return Err("cancel was not queued".to_owned());
         }
         println!("{}", json!({"local": "cancel sent", "id": wait}));
@@ -224,7 +210,7 @@ impl Session {
             Ok(None) => {}
             other => return Err(format!("detach answered {other:?}")),
         }
-        match self.connection.request(CallTarget::Session, call("session", "echo", json!([]))) {
+        match self.driver.connection_mut().request(CallTarget::Session, call("session", "echo", json!([]))) {
             Err(e) => println!("{}", json!({"local": "session call refused", "why": e.to_string()})),
             Ok(id) => return Err(format!("a session call without a route was sent as {}", id.as_str())),
         }

@@ -1,4 +1,5 @@
-//! A Pi protocol version 8 server over TCP, built on the sans-IO [`ServerConnection`] and tokio.
+//! A Pi protocol version 8 server over TCP, built on the sans-IO [`ServerConnection`] run by
+//! [`ServerDriver`] over tokio: the way `docs/ASYNC.md` teaches.
 //!
 //! ```text
 //! cargo run --example server --features tokio -- --listen 127.0.0.1:7878
@@ -10,8 +11,9 @@
 //! load measurements).
 //!
 //! The first line on stdout is `listening on ADDR`; after it, one JSON object a line for each
-//! connection event (`ready`, `request`, `cancel`, `fenced`, `closing`, `closed`), with `conn`
-//! numbering the connections from 1.
+//! connection event (`ready`, `request`, `cancel`, `fenced`, `closing`, `closed`) and for what
+//! the application did (`answered` with the id and `ok`, `route` when it published an
+//! attachment route), with `conn` numbering the connections from 1.
 //!
 //! What it does, per connection (the rules come from [`ServerConnection`]; the services are a
 //! tiny stand-in for a real application):
@@ -30,15 +32,15 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use pi_protocol::connection::{CloseReason, ServerConnection, ServerEvent, ServerOptions};
+use pi_protocol::io::ServerDriver;
 use pi_protocol::{
     AttachmentId, ClientMessage, ErrorBody, ErrorCode, Payload, Request, RequestId, ServerId, SessionId, SessionTarget,
     SubscriptionId,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::{AbortHandle, JoinSet};
 
 const DEFAULT_SERVER_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 const USAGE: &str = "usage: server [--listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
@@ -138,56 +140,43 @@ async fn main() -> ExitCode {
 /// A request answered later: the id and its answer.
 type Completion = (RequestId, Result<Option<Payload>, ErrorBody>);
 
-/// Drives one connection: socket bytes in, events to the application, bytes out.
+/// Serves one connection: the driver reads the socket into the connection, writes what the
+/// connection queues, and hands out its events; answers that timers complete later come back
+/// from the connection's set of timer tasks.
 async fn serve(stream: TcpStream, server_id: ServerId, conn: u64, quiet: bool) {
-    let (mut reader, mut writer) = stream.into_split();
-    let mut connection = ServerConnection::new(server_id.clone(), ServerOptions::default());
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Completion>();
-    let mut app = App { server_id, conn, attachments: 0, waiting: HashMap::new(), done: done_tx };
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut reading = true;
+    let mut driver = ServerDriver::new(stream, ServerConnection::new(server_id.clone(), ServerOptions::default()));
+    let mut app = App::new(server_id, conn, quiet);
     loop {
-        let mut closed = false;
-        while let Some(event) = connection.poll_event() {
-            if !quiet {
-                log(conn, &event);
-            }
-            match event {
-                ServerEvent::Request(request) => app.handle(&mut connection, request),
-                ServerEvent::Cancel { id } => app.cancel(&mut connection, &id),
-                ServerEvent::Closing { .. } => app.abort_all(&mut connection),
-                ServerEvent::Closed { .. } => closed = true,
-                // `Other` (a client message type this build's connection has no rule for), `Ready`,
-                // `Fenced` and events added later: logged only.
-                _ => {}
-            }
-        }
-        if let Some(bytes) = connection.poll_transmit() {
-            if writer.write_all(&bytes).await.is_err() {
-                reading = false;
-                connection.disconnect();
-                continue;
-            }
-        }
-        if closed {
-            break;
-        }
         tokio::select! {
-            read = reader.read(&mut buf), if reading => match read {
-                Ok(0) | Err(_) => {
-                    reading = false;
-                    connection.disconnect();
+            // The connection first: while it has events, nothing else is looked at (timers
+            // are polled whenever it waits for the socket).
+            biased;
+            event = driver.next_event() => {
+                let Some(event) = event else { break };
+                if !quiet {
+                    log(conn, &event);
                 }
-                Ok(n) => connection.receive(&buf[..n]),
-            },
-            Some((id, result)) = done_rx.recv() => {
-                if app.waiting.remove(&id).is_some() {
-                    let _ = connection.respond(&id, result);
+                let connection = driver.connection_mut();
+                match event {
+                    ServerEvent::Request(request) => app.handle(connection, request),
+                    ServerEvent::Cancel { id } => app.cancel(connection, &id),
+                    ServerEvent::Closing { .. } => app.abort_all(connection),
+                    // `Other` (a client message type this build's connection has no rule for),
+                    // `Ready`, `Fenced`, `Closed` and events added later: logged only.
+                    _ => {}
+                }
+            }
+            // `None` (no timer running) disables this branch until the next turn, in which a
+            // timer started by an event is looked at again. Aborted timers end with an error.
+            Some(done) = app.timers.join_next() => {
+                if let Ok((id, result)) = done {
+                    if app.waiting.remove(&id).is_some() {
+                        app.respond(driver.connection_mut(), &id, result);
+                    }
                 }
             }
         }
     }
-    let _ = writer.shutdown().await;
 }
 
 /// Prints one connection event as a JSON line.
@@ -219,94 +208,150 @@ fn error(code: &str, message: &str) -> ErrorBody {
     ErrorBody::new(ErrorCode::new(code).unwrap(), message.to_owned())
 }
 
-fn payload(value: Value) -> Payload {
-    Payload::from_value(&value).unwrap()
+fn payload<T: Serialize>(value: &T) -> Payload {
+    Payload::from_serialize(value).unwrap()
+}
+
+/// What a call asks for, read straight from its CBOR (`{serviceId, member, args}`); the
+/// arguments stay a payload, read further only by the members that need them.
+#[derive(Deserialize, Default)]
+struct Call<'a> {
+    #[serde(rename = "serviceId", default)]
+    service_id: &'a str,
+    #[serde(default)]
+    member: &'a str,
+    #[serde(default)]
+    args: Option<Payload>,
+}
+
+/// The answer of `echo`: its arguments, as they came.
+#[derive(Serialize)]
+struct Echo<'a> {
+    echo: &'a Option<Payload>,
 }
 
 /// The stand-in application: a catalogue, subscriptions, attach/detach, and two session calls.
 struct App {
     server_id: ServerId,
     conn: u64,
+    quiet: bool,
     attachments: u64,
-    /// `wait` calls not answered yet, with the timer that will answer them.
-    waiting: HashMap<RequestId, JoinHandle<()>>,
-    done: mpsc::UnboundedSender<Completion>,
+    /// The answer of `catalogue`, built once: cloning it copies a few bytes.
+    catalogue: Payload,
+    /// The timers of `wait` calls, each ending with its call's answer.
+    timers: JoinSet<Completion>,
+    /// `wait` calls not answered yet, with their timer.
+    waiting: HashMap<RequestId, AbortHandle>,
 }
 
 impl App {
+    fn new(server_id: ServerId, conn: u64, quiet: bool) -> Self {
+        let catalogue = payload(&json!([
+            {"serviceId": "sessions", "mode": "singleton"},
+            {"serviceId": "session", "mode": "keyed"},
+        ]));
+        App { server_id, conn, quiet, attachments: 0, catalogue, timers: JoinSet::new(), waiting: HashMap::new() }
+    }
+
     fn handle(&mut self, connection: &mut ServerConnection, request: Request) {
-        let call = request.call.to_value();
-        let service = call.get("serviceId").and_then(Value::as_str).unwrap_or_default();
-        let member = call.get("member").and_then(Value::as_str).unwrap_or_default();
-        let args = call.get("args").cloned().unwrap_or(Value::Null);
-        let first = args.get(0).and_then(Value::as_str).unwrap_or_default().to_owned();
-        let mut updates_for = None;
-        let answer = match (service, member) {
-            ("$chord.service", "catalogue") => Ok(Some(payload(json!([
-                {"serviceId": "sessions", "mode": "singleton"},
-                {"serviceId": "session", "mode": "keyed"},
-            ])))),
-            ("$chord.service", "subscribe") => match SubscriptionId::new(first.clone()) {
-                Ok(subscription) => {
-                    updates_for = Some(subscription);
-                    Ok(Some(payload(json!({"subscriptionId": first, "sequence": 0, "sessions": ["s-1", "s-2"]}))))
-                }
-                Err(_) => Err(error("bad_arguments", "subscribe needs a subscription id")),
-            },
+        let call: Call = request.call.deserialize().unwrap_or_default();
+        let answer = match (call.service_id, call.member) {
+            ("$chord.service", "catalogue") => Ok(Some(self.catalogue.clone())),
+            ("$chord.service", "subscribe") => return self.subscribe(connection, &request.id, &call.args),
             ("$chord.service", "unsubscribe") => Ok(Some(Payload::null())),
-            ("sessions", "attach") if first == "s-1" || first == "s-2" => {
-                self.attachments += 1;
-                let route = SessionTarget::new(
-                    self.server_id.clone(),
-                    SessionId::new(first).unwrap(),
-                    AttachmentId::new(format!("att-{}-{}", self.conn, self.attachments)).unwrap(),
-                );
-                // The route travels out of band, before the attach call's (route-less) answer.
-                match connection.set_attachment(Some(route)) {
-                    Ok(()) => Ok(Some(Payload::null())),
-                    Err(e) => Err(error("attach_failed", &e.to_string())),
-                }
-            }
-            ("sessions", "attach") => Err(error("not_found", "No session with that id")),
-            ("sessions", "detach") => match connection.set_attachment(None) {
+            ("sessions", "attach") => self.attach(connection, &call.args),
+            ("sessions", "detach") => match self.set_route(connection, None) {
                 Ok(()) => Ok(None),
-                Err(e) => Err(error("detach_failed", &e.to_string())),
+                Err(e) => Err(error("detach_failed", &e)),
             },
-            ("session", "echo") => Ok(Some(payload(json!({"echo": args})))),
+            ("session", "echo") => Ok(Some(payload(&Echo { echo: &call.args }))),
             ("session", "wait") => {
-                let ms = args.get(0).and_then(Value::as_u64).unwrap_or(5000).min(60_000);
-                let done = self.done.clone();
+                let ms = first_arg(&call.args).as_u64().unwrap_or(5000).min(60_000);
                 let id = request.id.clone();
-                let timer = tokio::spawn(async move {
+                let timer = self.timers.spawn(async move {
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    let _ = done.send((id, Ok(Some(payload(json!({"waitedMs": ms}))))));
+                    (id, Ok(Some(payload(&json!({"waitedMs": ms})))))
                 });
                 self.waiting.insert(request.id, timer);
                 return;
             }
             _ => Err(error("unknown_member", "No such service member")),
         };
-        let _ = connection.respond(&request.id, answer);
-        if let Some(subscription) = updates_for {
-            for sequence in 1..=3 {
-                let update = payload(json!({"type": "state", "member": "directory", "sequence": sequence}));
-                let _ = connection.publish_update(subscription.clone(), update);
-            }
+        self.respond(connection, &request.id, answer);
+    }
+
+    /// `subscribe [subscriptionId, ...]`: a snapshot, then three updates.
+    fn subscribe(&mut self, connection: &mut ServerConnection, id: &RequestId, args: &Option<Payload>) {
+        let first = first_arg(args);
+        let Some(subscription) = first.as_str().and_then(|s| SubscriptionId::new(s).ok()) else {
+            return self.respond(connection, id, Err(error("bad_arguments", "subscribe needs a subscription id")));
+        };
+        let snapshot = json!({"subscriptionId": subscription.as_str(), "sequence": 0, "sessions": ["s-1", "s-2"]});
+        self.respond(connection, id, Ok(Some(payload(&snapshot))));
+        for sequence in 1..=3 {
+            let update = payload(&json!({"type": "state", "member": "directory", "sequence": sequence}));
+            let _ = connection.publish_update(subscription.clone(), update);
         }
+    }
+
+    /// `attach [sessionId]`: publishes a route to `s-1` or `s-2`. The route travels out of
+    /// band, before the attach call's (route-less) answer.
+    fn attach(
+        &mut self,
+        connection: &mut ServerConnection,
+        args: &Option<Payload>,
+    ) -> Result<Option<Payload>, ErrorBody> {
+        let session = match first_arg(args).as_str() {
+            Some(session @ ("s-1" | "s-2")) => SessionId::new(session).unwrap(),
+            _ => return Err(error("not_found", "No session with that id")),
+        };
+        self.attachments += 1;
+        let attachment = AttachmentId::new(format!("att-{}-{}", self.conn, self.attachments)).unwrap();
+        let route = SessionTarget::new(self.server_id.clone(), session, attachment);
+        match self.set_route(connection, Some(route)) {
+            Ok(()) => Ok(Some(Payload::null())),
+            Err(e) => Err(error("attach_failed", &e)),
+        }
+    }
+
+    fn set_route(&mut self, connection: &mut ServerConnection, route: Option<SessionTarget>) -> Result<(), String> {
+        let line = (!self.quiet).then(|| json!({"conn": self.conn, "event": "route", "route": &route}));
+        connection.set_attachment(route).map_err(|e| e.to_string())?;
+        if let Some(line) = line {
+            println!("{line}");
+        }
+        Ok(())
+    }
+
+    fn respond(
+        &mut self,
+        connection: &mut ServerConnection,
+        id: &RequestId,
+        answer: Result<Option<Payload>, ErrorBody>,
+    ) {
+        if !self.quiet {
+            println!("{}", json!({"conn": self.conn, "event": "answered", "id": id.as_str(), "ok": answer.is_ok()}));
+        }
+        let _ = connection.respond(id, answer);
     }
 
     fn cancel(&mut self, connection: &mut ServerConnection, id: &RequestId) {
         if let Some(timer) = self.waiting.remove(id) {
             timer.abort();
-            let _ = connection.respond(id, Err(error("cancelled", "Request was cancelled by the client")));
+            self.respond(connection, id, Err(error("cancelled", "Request was cancelled by the client")));
         }
     }
 
     /// The connection is closing: stop every held call so it can finish closing.
     fn abort_all(&mut self, connection: &mut ServerConnection) {
-        for (id, timer) in self.waiting.drain() {
+        for (id, timer) in std::mem::take(&mut self.waiting) {
             timer.abort();
-            let _ = connection.respond(&id, Err(error("cancelled", "The connection closed")));
+            self.respond(connection, &id, Err(error("cancelled", "The connection closed")));
         }
     }
+}
+
+/// The first argument of a call, as JSON (`null` when there is none).
+fn first_arg(args: &Option<Payload>) -> Value {
+    args.as_ref().map(|args| args.to_value()).and_then(|args| args.get(0).cloned()).unwrap_or(Value::Null)
 }

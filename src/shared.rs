@@ -71,7 +71,7 @@ impl<T> std::fmt::Debug for SharedMessageDecoder<T> {
 }
 
 /// `frame` as a [`Bytes`]: a slice of `chunk` when it lies inside it, else a copy.
-fn share(chunk: &Bytes, frame: &[u8]) -> Bytes {
+pub(crate) fn share(chunk: &Bytes, frame: &[u8]) -> Bytes {
     let base = chunk.as_ptr() as usize;
     let start = frame.as_ptr() as usize;
     if start >= base && start + frame.len() <= base + chunk.len() {

@@ -1434,3 +1434,16 @@ fn close_reasons_and_violations_are_errors_with_their_cause_as_source() {
     let boxed: Box<dyn Error> = Box::new(CloseReason::TransmitQueueFull { limit: 9 });
     assert_eq!(boxed.to_string(), "more than 9 bytes would be waiting for the transport");
 }
+
+#[test]
+fn server_respond_that_cannot_be_encoded_keeps_the_cancel_already_reported() {
+    let codec = CodecOptions::new().max_frame_length(200).unwrap();
+    let mut server = ready_server(ServerOptions::default().codec(codec));
+    server.receive(&request_frame("a", server_target(), Payload::null()));
+    server.receive(&cancel_frame("a", server_target()));
+    assert_eq!(server_events(&mut server).len(), 2, "the request and its cancel");
+    let big = payload(json!("y".repeat(300)));
+    assert!(matches!(server.respond(&rid("a"), Ok(Some(big))), Err(ConnectionError::Encode(_))));
+    server.receive(&cancel_frame("a", server_target()));
+    assert_eq!(server_events(&mut server), vec![], "the cancel is reported once, even across a failed answer");
+}

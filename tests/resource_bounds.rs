@@ -533,3 +533,83 @@ fn the_message_of_an_error_deep_in_a_payload_is_bounded() {
         .join()
         .unwrap();
 }
+
+/// A stream that yields `input` once, then waits forever, and takes every write.
+#[cfg(feature = "tokio")]
+struct QuietPeer {
+    input: Option<Vec<u8>>,
+}
+
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncRead for QuietPeer {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.input.take() {
+            Some(input) => {
+                buf.put_slice(&input);
+                std::task::Poll::Ready(Ok(()))
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncWrite for QuietPeer {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A server connection run by the tokio driver, past its handshake and idle, holds its read
+/// chunk (4 KiB by default) and little else: the driver itself, the connection's options and
+/// queues. Counted over 100 connections.
+#[cfg(feature = "tokio")]
+#[test]
+fn an_idle_driven_connection_holds_little_more_than_its_read_chunk() {
+    use pi_protocol::connection::{ServerConnection, ServerEvent, ServerOptions};
+    use pi_protocol::io::{DriverOptions, ServerDriver};
+    use pi_protocol::ClientHello;
+    use std::task::{Context, Poll, Waker};
+
+    let _guard = serial();
+    let hello = encode_client_message(&ClientMessage::Hello(ClientHello::new(8u32))).unwrap();
+    let server_id = ServerId::new(SERVER_ID).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    for read_chunk in [4 * KIB, KIB] {
+        let base = ALLOCATOR.current_usage();
+        let mut drivers = Vec::with_capacity(100);
+        for _ in 0..100 {
+            let connection = ServerConnection::new(server_id.clone(), ServerOptions::default());
+            let options = DriverOptions::default().read_chunk(read_chunk);
+            let mut driver = ServerDriver::with_options(QuietPeer { input: Some(hello.clone()) }, connection, options);
+            assert!(matches!(driver.poll_event(&mut cx), Poll::Ready(Some(ServerEvent::Ready))));
+            assert!(driver.poll_event(&mut cx).is_pending(), "idle: hello answered, nothing to read");
+            assert_eq!(driver.connection().pending_transmit_len(), 0);
+            drivers.push(driver);
+        }
+        let per_connection = (ALLOCATOR.current_usage() - base) / drivers.len();
+        println!("an idle driven connection with a {read_chunk}-byte read chunk: {per_connection} bytes");
+        assert!(per_connection >= read_chunk, "the read chunk is allocated ({per_connection} bytes)");
+        assert!(per_connection <= read_chunk + 3 * KIB, "{per_connection} bytes per idle connection");
+    }
+}

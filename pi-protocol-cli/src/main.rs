@@ -142,6 +142,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(failure) if failure.status == 0 => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("pi-protocol: {}", failure.message);
             if let Some(hint) = &failure.hint {
@@ -201,6 +202,11 @@ fn describe(error: &ProtocolError) -> String {
     }
 }
 
+/// An I/O error as a failure; except that a reader of the output going away (`... | head`)
+/// ends the run quietly and successfully, as it ends any filter: nothing is left to do.
 fn io_failure(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Failure { status: 0, message: String::new(), hint: None };
+    }
     Failure::input(format!("I/O error: {e}"))
 }

@@ -101,10 +101,11 @@ pub fn run(args: &SchemaArgs) -> Result<(), Failure> {
     }
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(io_failure)?;
+    // The verdict is the point: a reader that went away does not change the exit status.
+    let written = out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(io_failure);
     match args.require.map(|r| broken(&report, r.directions())) {
         Some(broken) if !broken.is_empty() => Err(Failure::input(broken.join("; "))),
-        _ => Ok(()),
+        _ => written,
     }
 }
 

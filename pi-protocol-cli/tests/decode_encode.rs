@@ -211,3 +211,33 @@ fn encode_gives_the_line_and_column_of_invalid_json() {
         "pi-protocol: line 2, column 2: not JSON: key must be a string\n"
     );
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_run_quietly() {
+    // `pi-protocol decode ... | head -1`: once the reader has gone, the rest of the output has
+    // nowhere to go; the run ends without an error message, as a filter's does.
+    let session = std::fs::read(capture("session-server.bin")).unwrap();
+    let stream = session.repeat(400);
+    for args in [&["decode", "--side", "server"][..], &["inspect", "--side", "server", "--no-diag"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let mut stdin = child.stdin.take().unwrap();
+        let input = stream.clone();
+        // The command may stop reading once its output is gone: a broken pipe is expected here.
+        let writer = std::thread::spawn(move || drop(stdin.write_all(&input)));
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 64];
+        std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+        // Far more output than a pipe holds is still to come when the reader leaves.
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+        assert!(out.status.success(), "{args:?}: {:?}", out.status);
+    }
+}

@@ -149,3 +149,26 @@ fn unusable_schemas_and_bad_arguments_exit_2() {
         std::fs::remove_file(file).ok();
     }
 }
+
+#[test]
+fn a_reader_that_stops_early_leaves_the_verdict_in_the_exit_status() {
+    // `pi-protocol schema diff OLD NEW --require backward | head -1` under `pipefail`: the
+    // report's reader going away must not turn a broken requirement into success.
+    use std::process::Stdio;
+    let old = write("v8-pipe", &v8());
+    let new = write("tightened-pipe", &bound_tightened());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
+        .args(["schema", "diff"])
+        .arg(&old)
+        .arg(&new)
+        .args(["--require", "backward", "--attempts", "300"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("backward compatibility"), "{stderr}");
+}

@@ -26,11 +26,12 @@ use pi_protocol_runtime::pattern::SchemaPattern;
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
+use crate::limits::{self, MAX_CHAIN, MAX_MEMBERS, MAX_NESTING, MAX_TAG_KEYS, MAX_TYPES};
 use crate::model::{
     Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind,
     Union, Variant, VariantKind,
 };
-use crate::schema::{escape_pointer, Node, References};
+use crate::schema::{escape_pointer, too_many, Node, References};
 use crate::x_rust::{self, Location};
 
 /// Names the generated module (or code derived from it) refers to unqualified; a schema type may
@@ -90,6 +91,7 @@ mod json_type {
 
 /// Converts a parsed schema document into the checked model.
 pub(crate) fn convert(value: &Value) -> Result<Model> {
+    limits::check_document_depth(value)?;
     let refs = References::collect(value)?;
     let root = Node::new(value, "#".to_string())?;
     let reference_form = root.has("clientMessage") || root.has("serverMessage");
@@ -153,6 +155,7 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
         (version, x_rust::limits(&root, "x-limits")?, title, root.description()?, roots)
     };
     cx.convert_all()?;
+    cx.check_chains()?;
     cx.classify_all()?;
     cx.box_cycles();
     let [client, server] = roots;
@@ -175,6 +178,50 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
 
 /// The literals that single out one union member: key and value.
 type Tags = Vec<(String, LiteralValue)>;
+
+/// What classification knows of each named type once it looked (by index): its JSON types and
+/// the literals all its maps carry.
+struct Memo {
+    types: Vec<Option<u8>>,
+    literals: Vec<Option<Tags>>,
+}
+
+/// The key sets of the object members of a union, for telling whether one map could fit two
+/// of them: each member's keys as a set, and its required keys rarest first (the key most
+/// likely missing from another member is tried first).
+struct KeySets<'s> {
+    keys: Vec<HashSet<&'s str>>,
+    required: Vec<Vec<&'s str>>,
+}
+
+impl<'s> KeySets<'s> {
+    fn new(structs: impl Iterator<Item = &'s Struct>) -> Self {
+        let structs: Vec<&Struct> = structs.collect();
+        let keys: Vec<HashSet<&str>> = structs.iter().map(|s| s.keys().collect()).collect();
+        let mut frequency: HashMap<&str, usize> = HashMap::new();
+        for set in &keys {
+            for key in set {
+                *frequency.entry(key).or_default() += 1;
+            }
+        }
+        let required = structs
+            .iter()
+            .map(|s| {
+                let mut required: Vec<&str> = s.required_keys().collect();
+                required.sort_by_key(|k| frequency.get(k).copied().unwrap_or(0));
+                required
+            })
+            .collect();
+        KeySets { keys, required }
+    }
+
+    /// Whether some map's keys could satisfy members `a` and `b`: all keys required by either
+    /// are allowed by both.
+    fn overlap(&self, a: usize, b: usize) -> bool {
+        self.required[a].iter().all(|k| self.keys[b].contains(k))
+            && self.required[b].iter().all(|k| self.keys[a].contains(k))
+    }
+}
 
 /// A name for a type made from an inline schema: the short form (`Cost`, `ItemStarted`) when no
 /// other type has it, else the long form that adds the place it was found (`UsageCost`).
@@ -226,9 +273,18 @@ struct Converter<'r, 'a> {
     types: Vec<Pending<'a>>,
     by_pointer: HashMap<String, usize>,
     by_canonical: HashMap<String, usize>,
+    /// Every named type by its Rust name.
+    by_name: HashMap<String, usize>,
     names: HashSet<String>,
+    /// The next number to try after a name's long form, once the form is taken.
+    numbered: HashMap<String, usize>,
     /// The targets of the references being followed in place, innermost last.
     expanding: Vec<String>,
+    /// The levels of the value being converted in place (see [`MAX_NESTING`]).
+    nesting: usize,
+    /// The literals of union members already found ([`member_literals`]), by the pointer of the
+    /// member's schema and the depth they were looked for at.
+    member_literals: HashMap<(String, usize), Vec<(String, Value)>>,
 }
 
 impl<'r, 'a> Converter<'r, 'a> {
@@ -238,8 +294,12 @@ impl<'r, 'a> Converter<'r, 'a> {
             types: Vec::new(),
             by_pointer: HashMap::new(),
             by_canonical: HashMap::new(),
+            by_name: HashMap::new(),
             names: HashSet::new(),
+            numbered: HashMap::new(),
             expanding: Vec::new(),
+            nesting: 0,
+            member_literals: HashMap::new(),
         }
     }
 
@@ -294,7 +354,14 @@ impl<'r, 'a> Converter<'r, 'a> {
             self.unique_name(&Hint { short: rust_name.clone(), long: rust_name })
         };
         let index = self.types.len();
+        if index == MAX_TYPES {
+            return Err(GenError::schema(
+                node.path(),
+                format!("the schema has more than {MAX_TYPES} named types (definitions and inline objects, unions)"),
+            ));
+        }
         self.by_canonical.entry(node.canonical()).or_insert(index);
+        self.by_name.insert(rust_name.clone(), index);
         self.types.push(Pending { rust_name, schema_name, node, kind: None });
         Ok(index)
     }
@@ -306,10 +373,17 @@ impl<'r, 'a> Converter<'r, 'a> {
             !names.contains(name) && !RESERVED.contains(&name) && x_rust::check_ident(name, String::new()).is_ok()
         };
         let mut name = if free(&self.names, &hint.short) { hint.short.clone() } else { hint.long.clone() };
-        let mut n = 2;
-        while !free(&self.names, &name) {
-            name = format!("{}{n}", hint.long);
-            n += 1;
+        if !free(&self.names, &name) {
+            // Numbers already handed out for this form are not tried again.
+            let mut n = self.numbered.get(&hint.long).copied().unwrap_or(2);
+            loop {
+                name = format!("{}{n}", hint.long);
+                n += 1;
+                if free(&self.names, &name) {
+                    break;
+                }
+            }
+            self.numbered.insert(hint.long.clone(), n);
         }
         self.names.insert(name.clone());
         name
@@ -381,8 +455,24 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 
     /// The shape of a value schema; objects, unions and enumerations found here become named
-    /// types called `hint`.
+    /// types called `hint`. Each call is one level of [`MAX_NESTING`].
     fn shape(&mut self, node: &Node<'a>, hint: &Hint, location: Location) -> Result<Shape> {
+        if self.nesting == MAX_NESTING {
+            return Err(GenError::schema(
+                node.path(),
+                format!(
+                    "the value is nested more than {MAX_NESTING} levels deep in place (arrays, records, nullable values \
+                     and references inside one type); define an inner schema in $defs"
+                ),
+            ));
+        }
+        self.nesting += 1;
+        let shape = self.shape_in_place(node, hint, location);
+        self.nesting -= 1;
+        shape
+    }
+
+    fn shape_in_place(&mut self, node: &Node<'a>, hint: &Hint, location: Location) -> Result<Shape> {
         if is_reference(node) {
             node.allow(&["$ref"], location, "a reference")?;
             let target = self.follow(node.clone())?;
@@ -597,6 +687,9 @@ impl<'r, 'a> Converter<'r, 'a> {
         static NO_PROPERTIES: std::sync::OnceLock<serde_json::Map<String, Value>> = std::sync::OnceLock::new();
         let properties: &'a serde_json::Map<String, Value> = match node.get("properties") {
             None => NO_PROPERTIES.get_or_init(serde_json::Map::new),
+            Some(Value::Object(map)) if map.len() > MAX_MEMBERS => {
+                return Err(too_many(node.at("properties"), "properties"))
+            }
             Some(Value::Object(map)) => map,
             Some(_) => return Err(GenError::schema(node.at("properties"), "must be an object")),
         };
@@ -668,6 +761,9 @@ impl<'r, 'a> Converter<'r, 'a> {
     fn union_members(&mut self, node: &Node<'a>, name: &str) -> Result<Vec<Member_>> {
         if matches!(node.get("type"), Some(Value::Array(_))) {
             let Some(Value::Array(types)) = node.get("type") else { unreachable!("a type list") };
+            if types.len() > MAX_MEMBERS {
+                return Err(too_many(node.at("type"), "types"));
+            }
             let mut all = Vec::new();
             for t in types {
                 let t = t.as_str().ok_or_else(|| GenError::schema(node.at("type"), "must list type names"))?;
@@ -769,11 +865,84 @@ impl<'r, 'a> Converter<'r, 'a> {
         Ok(self.reference(index))
     }
 
+    /// Refuses a type that holds itself with no object or array in between (through newtypes,
+    /// nullable values and union members: no value of it could be decoded), and chains of more
+    /// than [`MAX_CHAIN`] types held so, which decoders would recurse through without reading
+    /// anything. Walks the types without recursion; the chains found here bound every recursion
+    /// through named types that follows (classification, the emitter's accessors, the
+    /// interpreter).
+    fn check_chains(&self) -> Result<()> {
+        let edges: Vec<Vec<usize>> = self
+            .types
+            .iter()
+            .map(|t| {
+                let mut out = Vec::new();
+                match &t.kind {
+                    Some(PendingKind::Newtype(shape)) => self.direct(shape, &mut out),
+                    Some(PendingKind::Union(members, _)) => members.iter().for_each(|m| {
+                        if let VariantKind::Value(shape) = &m.kind {
+                            self.direct(shape, &mut out);
+                        }
+                    }),
+                    _ => {}
+                }
+                out
+            })
+            .collect();
+        // The number of types of the longest chain from each type, once known; `0` while the
+        // type is on the path being walked.
+        let mut longest: Vec<Option<usize>> = vec![None; edges.len()];
+        for start in 0..edges.len() {
+            if longest[start].is_some() {
+                continue;
+            }
+            let mut path = vec![(start, 0usize)];
+            longest[start] = Some(0);
+            while let Some(&mut (node, ref mut next)) = path.last_mut() {
+                if let Some(&target) = edges[node].get(*next) {
+                    *next += 1;
+                    match longest[target] {
+                        None => {
+                            longest[target] = Some(0);
+                            path.push((target, 0));
+                        }
+                        Some(0) => {
+                            let what = match self.types[target].kind {
+                                Some(PendingKind::Union(..)) => "union",
+                                _ => "type",
+                            };
+                            return Err(GenError::schema(
+                                self.types[target].node.path(),
+                                format!("the {what} contains itself"),
+                            ));
+                        }
+                        Some(_) => {}
+                    }
+                } else {
+                    let below = edges[node].iter().filter_map(|&t| longest[t]).max().unwrap_or(0);
+                    longest[node] = Some(below + 1);
+                    path.pop();
+                }
+            }
+        }
+        match longest.iter().position(|l| l.is_some_and(|l| l > MAX_CHAIN)) {
+            Some(index) => Err(GenError::schema(
+                self.types[index].node.path(),
+                format!(
+                    "a chain of more than {MAX_CHAIN} types starts here, each holding the next with no object or \
+                     array in between (decoders recurse through it without reading anything)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Classifies every union (pass 3).
     fn classify_all(&mut self) -> Result<()> {
+        let mut memo = Memo { types: vec![None; self.types.len()], literals: vec![None; self.types.len()] };
         for index in 0..self.types.len() {
             if let Some(PendingKind::Union(members, None)) = &self.types[index].kind {
-                let union = self.classify(index, members)?;
+                let union = self.classify(index, members, &mut memo)?;
                 if let Some(PendingKind::Union(_, slot)) = &mut self.types[index].kind {
                     *slot = Some(union);
                 }
@@ -783,15 +952,15 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 
     /// Decides how union `index` is told apart and names its variants.
-    fn classify(&self, index: usize, members: &[Member_]) -> Result<Union> {
+    fn classify(&self, index: usize, members: &[Member_], memo: &mut Memo) -> Result<Union> {
         let pointer = self.types[index].node.path().to_string();
         let types: Vec<u8> = members
             .iter()
             .map(|m| match &m.kind {
-                VariantKind::Literal(value) => Ok(literal_json_type(value)),
-                VariantKind::Value(shape) => self.shape_types(shape, &mut vec![index]),
+                VariantKind::Literal(value) => literal_json_type(value),
+                VariantKind::Value(shape) => self.shape_types(shape, memo),
             })
-            .collect::<Result<_>>()?;
+            .collect();
         // Literals: distinct values, and no other member of their JSON type.
         for (a, ma) in members.iter().enumerate() {
             for (b, mb) in members.iter().enumerate().take(a) {
@@ -824,7 +993,7 @@ impl<'r, 'a> Converter<'r, 'a> {
         let (dispatch, tags) = if objects.len() < 2 {
             (Dispatch::ByType, vec![Vec::new(); members.len()])
         } else {
-            self.object_dispatch(index, members, &objects, &pointer)?
+            self.object_dispatch(members, &objects, &pointer, memo)?
         };
         let union_name = &self.types[index].rust_name;
         let mut variants: Vec<Variant> = Vec::with_capacity(members.len());
@@ -873,24 +1042,31 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 
     /// How the object members of a union are told apart, and each member's tag values.
+    ///
+    /// Every step is bounded by the members' literals and keys, never by pairs of members times
+    /// all their keys: literals are looked up by key, tag keys are tried at most
+    /// [`MAX_TAG_KEYS`] times, and key sets are compared rarest key first.
     fn object_dispatch(
         &self,
-        index: usize,
         members: &[Member_],
         objects: &[usize],
         pointer: &str,
+        memo: &mut Memo,
     ) -> Result<(Dispatch, Vec<Tags>)> {
-        let mut literal_sets: Vec<Vec<(String, LiteralValue)>> = vec![Vec::new(); members.len()];
+        let mut literal_sets: Vec<Tags> = vec![Vec::new(); members.len()];
         for &i in objects {
             let VariantKind::Value(shape) = &members[i].kind else { unreachable!("objects are values") };
-            literal_sets[i] = self.shape_literals(shape, &mut vec![index])?;
+            literal_sets[i] = self.shape_literals(shape, memo);
         }
-        let value_at = |i: usize, key: &str| literal_sets[i].iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let by_key: Vec<HashMap<&str, &LiteralValue>> =
+            literal_sets.iter().map(|set| set.iter().map(|(k, v)| (k.as_str(), v)).collect()).collect();
+        let value_at = |i: usize, key: &str| by_key[i].get(key).copied();
         // Candidate keys in order of first appearance.
         let mut candidates: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for &i in objects {
             for (key, _) in &literal_sets[i] {
-                if !candidates.contains(&key.as_str()) {
+                if seen.insert(key) {
                     candidates.push(key);
                 }
             }
@@ -902,13 +1078,21 @@ impl<'r, 'a> Converter<'r, 'a> {
                 .collect()
         };
         // One key with a literal in every object member, a different value in each.
-        if let Some(key) = candidates.iter().find(|key| {
-            objects.iter().all(|&a| value_at(a, key).is_some())
-                && objects.iter().enumerate().all(|(x, &a)| objects[..x].iter().all(|&b| separates(key, a, b)))
-        }) {
+        let distinct_everywhere = |key: &str| {
+            let mut values = Vec::with_capacity(objects.len());
+            for &a in objects {
+                match value_at(a, key) {
+                    Some(value) => values.push(value),
+                    None => return false,
+                }
+            }
+            values.sort_unstable();
+            values.windows(2).all(|pair| pair[0] != pair[1])
+        };
+        if let Some(key) = candidates.iter().find(|key| distinct_everywhere(key)) {
             return Ok((Dispatch::Tag(key.to_string()), tag_values(&[key])));
         }
-        // Several keys: every two members told apart by one of them.
+        // Several keys: every two members told apart by one of them (at most MAX_TAG_KEYS).
         let mut chosen: Vec<&str> = Vec::new();
         let mut all_separated = true;
         'pairs: for (x, &a) in objects.iter().enumerate() {
@@ -917,8 +1101,8 @@ impl<'r, 'a> Converter<'r, 'a> {
                     continue;
                 }
                 match candidates.iter().find(|k| separates(k, a, b)) {
-                    Some(k) => chosen.push(k),
-                    None => {
+                    Some(k) if chosen.len() < MAX_TAG_KEYS => chosen.push(k),
+                    _ => {
                         all_separated = false;
                         break 'pairs;
                     }
@@ -951,9 +1135,11 @@ impl<'r, 'a> Converter<'r, 'a> {
                 }
             }
         }
-        for (x, (a, sa)) in structs.iter().enumerate() {
-            for (b, sb) in &structs[..x] {
-                if key_sets_overlap(sa, sb) {
+        let key_sets = KeySets::new(structs.iter().map(|(_, s)| *s));
+        for x in 0..structs.len() {
+            for y in 0..x {
+                if key_sets.overlap(x, y) {
+                    let (a, b) = (structs[x].0, structs[y].0);
                     return Err(GenError::schema(
                         pointer,
                         format!(
@@ -973,47 +1159,35 @@ impl<'r, 'a> Converter<'r, 'a> {
     }
 
     fn kind_of(&self, rust_name: &str) -> Option<&PendingKind> {
-        self.types.iter().find(|t| t.rust_name == rust_name).and_then(|t| t.kind.as_ref())
+        self.by_name.get(rust_name).and_then(|&i| self.types[i].kind.as_ref())
     }
 
     fn index_of(&self, rust_name: &str) -> usize {
-        self.types.iter().position(|t| t.rust_name == rust_name).expect("named types exist")
+        self.by_name.get(rust_name).copied().expect("named types exist")
     }
 
-    /// The JSON types a value of `shape` can have; `stack` guards against unions and newtypes
-    /// containing themselves (through nullable values, which hold no object or array).
-    fn shape_types(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<u8> {
-        Ok(match &shape.ty {
+    /// The JSON types a value of `shape` can have, each named type's computed once (`memo`);
+    /// the types hold no cycle without a container ([`check_chains`](Self::check_chains)).
+    fn shape_types(&self, shape: &Shape, memo: &mut Memo) -> u8 {
+        match &shape.ty {
             TypeExpr::Named { name, .. } => {
                 let index = self.index_of(name);
-                match &self.types[index].kind {
-                    Some(PendingKind::Struct(_)) => json_type::OBJECT,
-                    Some(PendingKind::Newtype(inner)) => {
-                        if stack.contains(&index) {
-                            return Err(GenError::schema(self.types[index].node.path(), "the type contains itself"));
-                        }
-                        stack.push(index);
-                        let types = self.shape_types(inner, stack)?;
-                        stack.pop();
-                        types
-                    }
-                    Some(PendingKind::Union(members, _)) => {
-                        if stack.contains(&index) {
-                            return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
-                        }
-                        stack.push(index);
-                        let mut all = 0;
-                        for member in members {
-                            all |= match &member.kind {
-                                VariantKind::Literal(value) => literal_json_type(value),
-                                VariantKind::Value(shape) => self.shape_types(shape, stack)?,
-                            };
-                        }
-                        stack.pop();
-                        all
-                    }
-                    None => json_type::ANY,
+                if let Some(types) = memo.types[index] {
+                    return types;
                 }
+                let types = match &self.types[index].kind {
+                    Some(PendingKind::Struct(_)) => json_type::OBJECT,
+                    Some(PendingKind::Newtype(inner)) => self.shape_types(inner, memo),
+                    Some(PendingKind::Union(members, _)) => members.iter().fold(0, |all, member| {
+                        all | match &member.kind {
+                            VariantKind::Literal(value) => literal_json_type(value),
+                            VariantKind::Value(shape) => self.shape_types(shape, memo),
+                        }
+                    }),
+                    None => json_type::ANY,
+                };
+                memo.types[index] = Some(types);
+                types
             }
             TypeExpr::String => json_type::STRING,
             TypeExpr::Integer | TypeExpr::Number => json_type::NUMBER,
@@ -1022,26 +1196,26 @@ impl<'r, 'a> Converter<'r, 'a> {
             TypeExpr::Payload => json_type::ANY,
             TypeExpr::Array(_) => json_type::ARRAY,
             TypeExpr::Record(_) => json_type::OBJECT,
-            TypeExpr::Nullable(inner) => self.shape_types(inner, stack)? | json_type::NULL,
-        })
+            TypeExpr::Nullable(inner) => self.shape_types(inner, memo) | json_type::NULL,
+        }
     }
 
     /// The literals every map of `shape` carries: a struct's own, or those every variant of a
-    /// union shares (same key, same value), in the order of the first variant.
-    fn shape_literals(&self, shape: &Shape, stack: &mut Vec<usize>) -> Result<Vec<(String, LiteralValue)>> {
-        let TypeExpr::Named { name, .. } = &shape.ty else { return Ok(Vec::new()) };
+    /// union shares (same key, same value), in the order of the first variant; each named
+    /// type's computed once (`memo`).
+    fn shape_literals(&self, shape: &Shape, memo: &mut Memo) -> Tags {
+        let TypeExpr::Named { name, .. } = &shape.ty else { return Vec::new() };
         let index = self.index_of(name);
-        match &self.types[index].kind {
-            Some(PendingKind::Struct(s)) => Ok(s.literals().map(|l| (l.key.clone(), l.value.clone())).collect()),
+        if let Some(known) = &memo.literals[index] {
+            return known.clone();
+        }
+        let literals = match &self.types[index].kind {
+            Some(PendingKind::Struct(s)) => s.literals().map(|l| (l.key.clone(), l.value.clone())).collect(),
             Some(PendingKind::Union(members, _)) => {
-                if stack.contains(&index) {
-                    return Err(GenError::schema(self.types[index].node.path(), "the union contains itself"));
-                }
-                stack.push(index);
-                let mut shared: Option<Vec<(String, LiteralValue)>> = None;
+                let mut shared: Option<Tags> = None;
                 for member in members {
                     let set = match &member.kind {
-                        VariantKind::Value(shape) => self.shape_literals(shape, stack)?,
+                        VariantKind::Value(shape) => self.shape_literals(shape, memo),
                         VariantKind::Literal(_) => Vec::new(),
                     };
                     shared = Some(match shared {
@@ -1049,11 +1223,12 @@ impl<'r, 'a> Converter<'r, 'a> {
                         Some(prev) => prev.into_iter().filter(|entry| set.contains(entry)).collect(),
                     });
                 }
-                stack.pop();
-                Ok(shared.unwrap_or_default())
+                shared.unwrap_or_default()
             }
-            _ => Ok(Vec::new()),
-        }
+            _ => Vec::new(),
+        };
+        memo.literals[index] = Some(literals.clone());
+        literals
     }
 
     /// A variant name for a member that has no tag: the type's name (without the union's name
@@ -1176,62 +1351,61 @@ fn box_direct(shape: &mut Shape, cyclic: &HashSet<String>) {
     }
 }
 
-/// Tarjan's algorithm: the strongly connected component of every node.
+/// Tarjan's algorithm: the strongly connected component of every node. Iterative: a chain of
+/// types as long as the schema allows costs no stack.
 fn strongly_connected(edges: &[Vec<usize>]) -> Vec<usize> {
-    struct State<'e> {
-        edges: &'e [Vec<usize>],
-        index: Vec<Option<usize>>,
-        low: Vec<usize>,
-        on_stack: Vec<bool>,
-        stack: Vec<usize>,
-        next: usize,
-        component: Vec<usize>,
-        components: usize,
-    }
-    fn visit(s: &mut State<'_>, v: usize) {
-        s.index[v] = Some(s.next);
-        s.low[v] = s.next;
-        s.next += 1;
-        s.stack.push(v);
-        s.on_stack[v] = true;
-        for &w in &s.edges[v] {
-            match s.index[w] {
-                None => {
-                    visit(s, w);
-                    s.low[v] = s.low[v].min(s.low[w]);
-                }
-                Some(iw) if s.on_stack[w] => s.low[v] = s.low[v].min(iw),
-                Some(_) => {}
-            }
-        }
-        if Some(s.low[v]) == s.index[v] {
-            while let Some(w) = s.stack.pop() {
-                s.on_stack[w] = false;
-                s.component[w] = s.components;
-                if w == v {
-                    break;
-                }
-            }
-            s.components += 1;
-        }
-    }
     let n = edges.len();
-    let mut s = State {
-        edges,
-        index: vec![None; n],
-        low: vec![0; n],
-        on_stack: vec![false; n],
-        stack: Vec::new(),
-        next: 0,
-        component: vec![0; n],
-        components: 0,
-    };
-    for v in 0..n {
-        if s.index[v].is_none() {
-            visit(&mut s, v);
+    let mut index: Vec<Option<usize>> = vec![None; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut component = vec![0; n];
+    let (mut next, mut components) = (0, 0);
+    for root in 0..n {
+        if index[root].is_some() {
+            continue;
+        }
+        // The depth-first path: each node with the position of its next edge.
+        let mut path = vec![(root, 0usize)];
+        index[root] = Some(next);
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut edge)) = path.last_mut() {
+            if let Some(&w) = edges[v].get(*edge) {
+                *edge += 1;
+                match index[w] {
+                    None => {
+                        index[w] = Some(next);
+                        low[w] = next;
+                        next += 1;
+                        stack.push(w);
+                        on_stack[w] = true;
+                        path.push((w, 0));
+                    }
+                    Some(iw) if on_stack[w] => low[v] = low[v].min(iw),
+                    Some(_) => {}
+                }
+                continue;
+            }
+            path.pop();
+            if let Some(&(parent, _)) = path.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if Some(low[v]) == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = components;
+                    if w == v {
+                        break;
+                    }
+                }
+                components += 1;
+            }
         }
     }
-    s.component
+    component
 }
 
 /// Whether `node` is only a reference (with annotations, `$defs`, `$id` and `x-` keywords).
@@ -1330,6 +1504,9 @@ fn enum_values(node: &Node<'_>) -> Result<Vec<(String, LiteralValue)>> {
     if values.is_empty() {
         return Err(GenError::schema(path, "must be a non-empty array of values"));
     }
+    if values.len() > MAX_MEMBERS {
+        return Err(too_many(path, "values"));
+    }
     values
         .iter()
         .enumerate()
@@ -1368,7 +1545,7 @@ fn literal_variant_name(value: &LiteralValue) -> String {
 /// Names for the types inline union members may become: the literals that differ between the
 /// members (`item_started` -> `ItemStarted`; `ok: true` -> `OkTrue`), after the union's name in
 /// the long form, or the member's position.
-fn member_hints<'a>(cx: &Converter<'_, 'a>, name: &str, members: &[Node<'a>]) -> Result<Vec<Hint>> {
+fn member_hints<'a>(cx: &mut Converter<'_, 'a>, name: &str, members: &[Node<'a>]) -> Result<Vec<Hint>> {
     let mut literal_sets: Vec<Vec<(String, Value)>> = Vec::with_capacity(members.len());
     for member in members {
         literal_sets.push(member_literals(cx, member, 0)?);
@@ -1401,9 +1578,20 @@ fn member_hints<'a>(cx: &Converter<'_, 'a>, name: &str, members: &[Node<'a>]) ->
 }
 
 /// The `const` properties every map of a member carries: an object's own, or those all members
-/// of a nested union share.
-fn member_literals<'a>(cx: &Converter<'_, 'a>, member: &Node<'a>, depth: usize) -> Result<Vec<(String, Value)>> {
+/// of a nested union share (up to 8 unions down). Each union is looked into once per depth.
+fn member_literals<'a>(cx: &mut Converter<'_, 'a>, member: &Node<'a>, depth: usize) -> Result<Vec<(String, Value)>> {
     let target = cx.follow(member.clone())?;
+    let key = (target.path().to_string(), depth);
+    if let Some(known) = cx.member_literals.get(&key) {
+        return Ok(known.clone());
+    }
+    let literals = target_literals(cx, &target, depth)?;
+    cx.member_literals.insert(key, literals.clone());
+    Ok(literals)
+}
+
+/// [`member_literals`] of a schema that is not a reference.
+fn target_literals<'a>(cx: &mut Converter<'_, 'a>, target: &Node<'a>, depth: usize) -> Result<Vec<(String, Value)>> {
     if let Some(Value::Object(props)) = target.get("properties") {
         return Ok(props
             .iter()
@@ -1426,13 +1614,6 @@ fn member_literals<'a>(cx: &Converter<'_, 'a>, member: &Node<'a>, depth: usize) 
         }
         _ => Ok(Vec::new()),
     }
-}
-
-/// Whether some map's keys could satisfy both objects: all keys required by either are allowed
-/// by both.
-fn key_sets_overlap(a: &Struct, b: &Struct) -> bool {
-    let allowed_by_both = |k: &str| a.keys().any(|x| x == k) && b.keys().any(|x| x == k);
-    a.required_keys().chain(b.required_keys()).all(allowed_by_both)
 }
 
 /// A length keyword (`minLength`, `maxItems`, ...): a non-negative integer below 2^32.

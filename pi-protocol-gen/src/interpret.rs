@@ -325,8 +325,10 @@ mod tests {
     fn a_type_holding_itself_without_a_container_is_refused() {
         let error =
             interpreter(json!({ "Loop": { "anyOf": [{ "$ref": "#/$defs/Loop" }, { "type": "null" }] } })).unwrap_err();
+        // The converter refuses it before the interpreter sees it (`Program::check_progress`
+        // stays for models built by other means).
         assert_eq!(error.path(), Some("#/$defs/Loop"));
-        assert!(error.to_string().contains("holds itself"), "{error}");
+        assert!(error.to_string().contains("contains itself"), "{error}");
         // Through an array it is a tree, and fine.
         let tree = interpreter(json!({ "Tree": { "type": "array", "items": { "$ref": "#/$defs/Tree" } } })).unwrap();
         let tree_type = tree.type_named("Tree").unwrap();

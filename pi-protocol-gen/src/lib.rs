@@ -48,6 +48,7 @@ mod convert;
 mod emit;
 mod error;
 pub mod interpret;
+pub mod limits;
 pub mod model;
 pub mod sample;
 mod schema;

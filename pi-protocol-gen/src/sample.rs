@@ -95,6 +95,18 @@ impl Rng {
 /// How deep a value may nest before the sampler takes the shortest way out.
 const DEPTH_BUDGET: usize = 6;
 
+/// The deepest a draw recurses, in values in place (fields, items, record values, variants,
+/// nullable values, newtypes): past it a draw fails (`None`) instead of recursing, so a type
+/// that holds itself in a required field, or a long chain of required objects, cannot exhaust
+/// the stack (`SCHEMA.md`, "Limits").
+pub const MAX_DRAW_DEPTH: usize = 256;
+
+/// The most a single draw may produce, in JSON values plus string characters: past it a draw
+/// fails (`None`) instead of allocating, so `minLength`, `minItems` and pattern repetitions in
+/// the billions, or required fields doubling at every level, cost bounded time and memory
+/// (`SCHEMA.md`, "Limits").
+pub const MAX_DRAW_SIZE: u64 = 1 << 16;
+
 /// How many times a string for a pattern is drawn before giving up.
 const PATTERN_ATTEMPTS: usize = 64;
 
@@ -125,6 +137,10 @@ pub struct Sampler<'m> {
     rng: Rng,
     key_order: KeyOrder,
     patterns: std::collections::HashMap<String, Option<(SchemaPattern, Option<regex_syntax::hir::Hir>)>>,
+    /// What the current draw may still produce (see [`MAX_DRAW_SIZE`]).
+    budget: u64,
+    /// The values in place the current draw is inside (see [`MAX_DRAW_DEPTH`]).
+    levels: usize,
 }
 
 impl<'m> Sampler<'m> {
@@ -137,6 +153,8 @@ impl<'m> Sampler<'m> {
             rng: Rng::new(seed),
             key_order: KeyOrder::default(),
             patterns: std::collections::HashMap::new(),
+            budget: MAX_DRAW_SIZE,
+            levels: 0,
         }
     }
 
@@ -159,9 +177,23 @@ impl<'m> Sampler<'m> {
         self.value(&name)
     }
 
-    /// A valid value of the named type `rust_name`.
+    /// A valid value of the named type `rust_name`, or `None` when the type has no such value
+    /// within [`MAX_DRAW_DEPTH`] and [`MAX_DRAW_SIZE`] (or a pattern could not be met).
     pub fn value(&mut self, rust_name: &str) -> Option<Value> {
+        self.budget = MAX_DRAW_SIZE;
         self.named(rust_name, 0)
+    }
+
+    /// Takes `units` from the budget of the current draw; `false` (taking nothing) when it
+    /// does not hold them.
+    fn spend(&mut self, units: u64) -> bool {
+        match self.budget.checked_sub(units) {
+            Some(rest) => {
+                self.budget = rest;
+                true
+            }
+            None => false,
+        }
     }
 
     fn named(&mut self, rust_name: &str, depth: usize) -> Option<Value> {
@@ -246,6 +278,16 @@ impl<'m> Sampler<'m> {
     }
 
     fn shape(&mut self, shape: &Shape, depth: usize) -> Option<Value> {
+        if self.levels == MAX_DRAW_DEPTH || !self.spend(1) {
+            return None;
+        }
+        self.levels += 1;
+        let value = self.shape_in_place(shape, depth);
+        self.levels -= 1;
+        value
+    }
+
+    fn shape_in_place(&mut self, shape: &Shape, depth: usize) -> Option<Value> {
         let checks = &shape.checks;
         match &shape.ty {
             TypeExpr::Named { name, .. } => self.named(name, depth),
@@ -265,6 +307,9 @@ impl<'m> Sampler<'m> {
             TypeExpr::Array(items) => {
                 let min = checks.min_items.unwrap_or(0);
                 let limit = checks.max_items.unwrap_or(u64::MAX);
+                if min > limit {
+                    return None;
+                }
                 let max = limit.min(if depth >= DEPTH_BUDGET { min } else { min + 3 });
                 // Now and then exactly at the maximum, where revisions of a schema tend to differ,
                 // and near the top without a maximum (a revision adding `maxItems` is witnessed
@@ -276,7 +321,15 @@ impl<'m> Sampler<'m> {
                 } else {
                     self.rng.between(min, max.max(min))
                 };
-                (0..count).map(|_| self.shape(items, depth + 1)).collect::<Option<Vec<_>>>().map(Value::Array)
+                if count > self.budget {
+                    return None;
+                }
+                // Grown item by item: the count is within the budget, not yet the memory.
+                let mut values = Vec::new();
+                for _ in 0..count {
+                    values.push(self.shape(items, depth + 1)?);
+                }
+                Some(Value::Array(values))
             }
             TypeExpr::Record(record) => {
                 let count = if depth >= DEPTH_BUDGET { 0 } else { self.rng.below(4) };
@@ -311,7 +364,10 @@ impl<'m> Sampler<'m> {
     /// differently.
     fn string(&mut self, checks: &Checks) -> Option<Value> {
         let min = checks.min_length.unwrap_or(0);
-        let max = checks.max_length.unwrap_or(u64::MAX).max(min);
+        let max = checks.max_length.unwrap_or(u64::MAX);
+        if min > max {
+            return None;
+        }
         let fits = |s: &str| {
             let n = text_length(s);
             n == s.chars().count() && (min..=max).contains(&(n as u64))
@@ -327,13 +383,16 @@ impl<'m> Sampler<'m> {
                     4 if checks.max_length.is_none() => self.rng.between(min + 13, min + LONG_STRING),
                     _ => self.rng.between(min, max.min(min + 12)),
                 };
+                if !self.spend(length) {
+                    return None;
+                }
                 let text = self.text(length);
                 fits(&text).then_some(Value::String(text))
             }
             Some(pattern) => {
                 for _ in 0..PATTERN_ATTEMPTS {
                     let text = self.matching(pattern)?;
-                    if fits(&text) {
+                    if fits(&text) && self.spend(text.len() as u64) {
                         return Some(Value::String(text));
                     }
                 }
@@ -371,7 +430,11 @@ impl<'m> Sampler<'m> {
             let candidate = match &hir {
                 Some(hir) => {
                     let mut out = String::new();
-                    generate(hir, &mut self.rng, &mut out);
+                    let mut work = usize::try_from(self.budget).unwrap_or(usize::MAX);
+                    if !generate(hir, &mut self.rng, &mut out, &mut work) {
+                        // Longer than the draw may be: so would every other attempt be.
+                        return None;
+                    }
                     out
                 }
                 None => {
@@ -473,16 +536,23 @@ fn number_value(v: f64) -> Value {
 }
 
 /// Appends to `out` a random string the regular expression `hir` matches (anchors and other
-/// assertions are skipped: the caller checks the result with the real engine).
-fn generate(hir: &regex_syntax::hir::Hir, rng: &mut Rng, out: &mut String) {
+/// assertions are skipped: the caller checks the result with the real engine); `false` once
+/// `work` (one unit per step and per byte appended) runs out, so that repetitions counted in
+/// the billions, even of an empty expression, end. The recursion follows the expression's
+/// nesting, which the parser bounds (`regex_syntax`'s nest limit, 250).
+#[must_use]
+fn generate(hir: &regex_syntax::hir::Hir, rng: &mut Rng, out: &mut String, work: &mut usize) -> bool {
     use regex_syntax::hir::{Class, HirKind};
+    let before = out.len();
+    let Some(rest) = work.checked_sub(1) else { return false };
+    *work = rest;
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => {}
         HirKind::Literal(literal) => out.push_str(&String::from_utf8_lossy(&literal.0)),
         HirKind::Class(Class::Unicode(class)) => {
             let ranges = class.ranges();
             if ranges.is_empty() {
-                return;
+                return true;
             }
             // Mostly ASCII: a narrow range when the class has one, to keep strings readable.
             let ascii: Vec<_> = ranges.iter().filter(|r| (r.start() as u32) < 0x80).collect();
@@ -507,12 +577,23 @@ fn generate(hir: &regex_syntax::hir::Hir, rng: &mut Rng, out: &mut String) {
             let max = rep.max.unwrap_or(rep.min + 3).min(rep.min + 3);
             let count = rng.between(u64::from(rep.min), u64::from(max));
             for _ in 0..count {
-                generate(&rep.sub, rng, out);
+                if !generate(&rep.sub, rng, out, work) {
+                    return false;
+                }
             }
+            return true;
         }
-        HirKind::Capture(capture) => generate(&capture.sub, rng, out),
-        HirKind::Concat(parts) => parts.iter().for_each(|p| generate(p, rng, out)),
-        HirKind::Alternation(parts) => generate(rng.pick(parts), rng, out),
+        HirKind::Capture(capture) => return generate(&capture.sub, rng, out, work),
+        HirKind::Concat(parts) => return parts.iter().all(|p| generate(p, rng, out, work)),
+        HirKind::Alternation(parts) => return generate(rng.pick(parts), rng, out, work),
+    }
+    // A leaf: its bytes count too.
+    match work.checked_sub(out.len() - before) {
+        Some(rest) => {
+            *work = rest;
+            true
+        }
+        None => false,
     }
 }
 

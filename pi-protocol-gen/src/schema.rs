@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::error::{GenError, Result};
+use crate::limits::MAX_MEMBERS;
 use crate::x_rust::{self, Location};
 
 /// Every JSON Schema keyword the generator understands, wherever it may appear, besides the
@@ -66,6 +67,11 @@ const OUTSIDE: &[(&str, &str)] = &[
     ("$anchor", "anchors are not supported; use $id or a pointer"),
     ("nullable", "write anyOf [<schema>, {\"type\": \"null\"}] or type [<type>, \"null\"]"),
 ];
+
+/// The error for a union, enumeration or object wider than [`MAX_MEMBERS`] at `path`.
+pub(crate) fn too_many(path: String, what: &str) -> GenError {
+    GenError::schema(path, format!("more than {MAX_MEMBERS} {what}: split the schema into named parts"))
+}
 
 /// Escapes one JSON pointer segment (RFC 6901: `~` -> `~0`, `/` -> `~1`).
 #[must_use]
@@ -151,10 +157,12 @@ impl<'a> Node<'a> {
         self.get(key).map(|v| Node::new(v, self.at(key))).transpose()
     }
 
-    /// The schemas of an array keyword (`anyOf`, `oneOf`), non-empty.
+    /// The schemas of an array keyword (`anyOf`, `oneOf`), non-empty, at most
+    /// [`MAX_MEMBERS`](crate::limits::MAX_MEMBERS).
     pub(crate) fn children(&self, key: &str) -> Result<Vec<Node<'a>>> {
         let path = self.at(key);
         match self.get(key) {
+            Some(Value::Array(items)) if items.len() > MAX_MEMBERS => Err(too_many(path, "members")),
             Some(Value::Array(items)) if !items.is_empty() => {
                 items.iter().enumerate().map(|(i, item)| Node::new(item, format!("{path}/{i}"))).collect()
             }

@@ -360,6 +360,10 @@ impl TreeBuilder for JsonTree {
         }
     }
 
+    fn text(text: String) -> Value {
+        Value::String(text)
+    }
+
     fn bytes(_: &[u8]) -> Value {
         // Payloads are validated strict JSON: a byte string never reaches here.
         Value::Null

@@ -17,7 +17,10 @@
 //!   strings: `Encode`/`NonTextKey` for any other key;
 //! - a key written twice in one map keeps its first place and takes the last value, as
 //!   `serde_json::Map` with `preserve_order` does;
-//! - an error raised by `t`'s own `Serialize` implementation: `Encode`/`TypeRejected`.
+//! - an error raised by `t`'s own `Serialize` implementation: `Encode`/`TypeRejected`;
+//! - the first error raised inside `t` is `t`'s error even when a `Serialize` implementation
+//!   ignores it and goes on (part of the failed entry may be written by then;
+//!   `serde_json::to_value` would leave that entry out).
 //!
 //! ```
 //! use pi_protocol_runtime::Payload;
@@ -46,8 +49,8 @@ use std::fmt::Display;
 
 use serde::ser::{self, Impossible, Serialize};
 
-use crate::cbor::builder::{check_float, check_integer, Builder};
-use crate::cbor::object::ObjectKeys;
+use crate::cbor::builder::{check_float, check_integer, depth_limit, Builder, Offsets};
+use crate::cbor::object::{KeyOffsets, ObjectKeys, LINEAR_KEYS};
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::payload::Payload;
 
@@ -73,7 +76,12 @@ impl Payload {
         // Room for a typical call from the start, rather than growing through 8, 16, 32, ...
         // bytes (a payload of up to 46 bytes is then copied inline, its buffer freed).
         let mut builder = Builder::with_capacity(INITIAL_CAPACITY);
-        value.serialize(&mut builder)?;
+        let written = value.serialize(&mut builder);
+        // An error that `value` ignored left part of an entry written: the value fails.
+        if let Some(first) = builder.first_error.take() {
+            return Err(first);
+        }
+        written?;
         builder.finish()
     }
 }
@@ -84,6 +92,16 @@ impl ser::Error for ProtocolError {
     fn custom<T: Display>(_msg: T) -> Self {
         ProtocolError::new(ErrorKind::Encode, Rule::TypeRejected)
     }
+}
+
+/// Keeps `error` as the value's error unless one came before (see [`Compound::fail`]).
+#[cold]
+#[inline(never)]
+fn record_error(builder: &mut Builder, error: ProtocolError) -> ProtocolError {
+    if builder.first_error.is_none() {
+        builder.first_error = Some(error.clone());
+    }
+    error
 }
 
 fn byte_string() -> ProtocolError {
@@ -243,11 +261,12 @@ impl<'b> ser::Serializer for &'b mut Builder {
         Compound::open(self, true, len)
     }
 
-    #[inline]
+    #[inline(always)]
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<Compound<'b>, ProtocolError> {
-        self.serialize_map(Some(len))
+        Compound::open(self, true, Some(len))
     }
 
+    #[inline(always)]
     fn serialize_struct_variant(
         self,
         _: &'static str,
@@ -277,6 +296,8 @@ pub(crate) struct Compound<'b> {
     count: usize,
     /// An object's keys so far.
     keys: ObjectKeys,
+    /// Where an object's first keys start (see [`KeyOffsets`]).
+    keys_at: KeyOffsets,
     /// For the data of a tuple or struct variant: the head of the one-entry object
     /// `{"Variant": data}` around it.
     variant_head: Option<(usize, usize)>,
@@ -284,7 +305,7 @@ pub(crate) struct Compound<'b> {
 
 impl<'b> Compound<'b> {
     /// Opens an array or object of `len` entries (`None`: not known yet).
-    #[inline]
+    #[inline(always)]
     fn open(builder: &'b mut Builder, is_object: bool, len: Option<usize>) -> Result<Self, ProtocolError> {
         // Without a length, a one-byte head for now, rewritten when the container closes.
         let (head_at, head_len) = builder.open_container(is_object, len.unwrap_or(0));
@@ -301,11 +322,13 @@ impl<'b> Compound<'b> {
             announced: len.unwrap_or(usize::MAX),
             count: 0,
             keys,
+            keys_at: KeyOffsets::NONE,
             variant_head: None,
         })
     }
 
     /// Opens `{"variant": [...]}` or `{"variant": {...}}` and returns the inner container.
+    #[inline(always)]
     fn open_variant(
         builder: &'b mut Builder,
         variant: &'static str,
@@ -320,20 +343,31 @@ impl<'b> Compound<'b> {
         Ok(inner)
     }
 
-    /// Refuses an entry deeper than 512 levels.
+    /// Refuses an entry deeper than 512 levels. `full` says it: each entry closes the
+    /// containers it opens (or the whole value fails), so the depth is the one of the open.
     #[inline(always)]
     fn check_depth(&self) -> Result<(), ProtocolError> {
         if self.full {
-            return self.builder.check_depth();
+            return Err(depth_limit());
         }
         Ok(())
+    }
+
+    /// Records `error`, raised while writing an entry, as the value's error even if the
+    /// value's `Serialize` goes on (part of the entry may be written): see
+    /// [`Payload::from_serialize`].
+    #[inline(always)]
+    fn fail(&mut self, error: ProtocolError) -> ProtocolError {
+        // The builder alone goes out of line: the compound's own state stays in registers.
+        record_error(self.builder, error)
     }
 
     /// Writes an array element.
     #[inline]
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
-        self.check_depth()?;
-        value.serialize(&mut *self.builder)?;
+        if let Err(error) = self.check_depth().and_then(|()| value.serialize(&mut *self.builder)) {
+            return Err(self.fail(error));
+        }
         self.count += 1;
         Ok(())
     }
@@ -342,19 +376,32 @@ impl<'b> Compound<'b> {
     #[inline]
     fn key(&mut self, key: &str) -> Result<(), ProtocolError> {
         if self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         self.key_written = true;
-        let content_at = self.head_at + self.head_len;
-        self.repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        self.repeats = self.object_key(key);
         Ok(())
+    }
+
+    /// Writes `key` as the next key of this object; `true` when it repeats an earlier one
+    /// (see [`Builder::object_key`]).
+    #[inline(always)]
+    fn object_key(&mut self, key: &str) -> bool {
+        let content_at = self.head_at + self.head_len;
+        let key_at = self.builder.out.as_bytes().len();
+        let offsets = Offsets::Recent(self.keys_at);
+        let repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count, offsets);
+        if !repeats && self.count < LINEAR_KEYS {
+            self.keys_at = self.keys_at.with(key_at);
+        }
+        repeats
     }
 
     /// Writes the value of the map key just written.
     #[inline]
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
         if !self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         self.key_written = false;
         let repeats = std::mem::take(&mut self.repeats);
@@ -364,8 +411,7 @@ impl<'b> Compound<'b> {
     /// Writes an object entry.
     #[inline(always)]
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), ProtocolError> {
-        let content_at = self.head_at + self.head_len;
-        let repeats = self.builder.object_key(key, &mut self.keys, content_at, self.count);
+        let repeats = self.object_key(key);
         self.entry_value(value, repeats)
     }
 
@@ -373,10 +419,12 @@ impl<'b> Compound<'b> {
     /// one).
     #[inline(always)]
     fn entry_value<T: Serialize + ?Sized>(&mut self, value: &T, repeats: bool) -> Result<(), ProtocolError> {
-        self.check_depth()?;
-        value.serialize(&mut *self.builder)?;
+        if let Err(error) = self.check_depth().and_then(|()| value.serialize(&mut *self.builder)) {
+            return Err(self.fail(error));
+        }
         if repeats {
-            self.builder.merge_repeated();
+            let (old_end, grown) = self.builder.merge_repeated();
+            self.keys_at = self.keys_at.after_merge(old_end, grown);
         } else {
             self.count += 1;
         }
@@ -384,10 +432,10 @@ impl<'b> Compound<'b> {
     }
 
     /// Completes the container (and the variant object around it).
-    #[inline]
-    fn close(self) -> Result<(), ProtocolError> {
+    #[inline(always)]
+    fn close(mut self) -> Result<(), ProtocolError> {
         if self.key_written {
-            return Err(non_text_key());
+            return Err(self.fail(non_text_key()));
         }
         if self.is_object {
             self.builder.keys.close(self.keys);
@@ -432,7 +480,7 @@ impl ser::SerializeMap for Compound<'_> {
     type Error = ProtocolError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), ProtocolError> {
-        key.serialize(KeySerializer(self))
+        key.serialize(KeySerializer(self)).map_err(|error| self.fail(error))
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), ProtocolError> {
@@ -445,13 +493,24 @@ impl ser::SerializeMap for Compound<'_> {
 }
 
 /// The struct-like compounds: each field is a key and its value.
+///
+/// `serialize_field` is inlined into the caller, a derived `Serialize`, with everything the
+/// compound does for a field (the compound's state stays in registers: nothing of it goes out
+/// of line by reference). Its key is then a constant there, and so is each step of the
+/// repeated-key filter ([`crate::cbor::object::KeyStack::insert`]) on the constant keys of an
+/// object opened in the same function: the compiler makes the check of a struct's keys when
+/// it compiles the struct's `Serialize`. When their filter bits differ, as for most structs,
+/// no instruction of the check is left at run time (the key offsets kept for a flagged key,
+/// [`KeyOffsets`], are not read, and go too); when two names share a bit, the second one is
+/// compared with the keys before it at run time. Keys that repeat, or that are not constants,
+/// are checked as they come.
 macro_rules! field_compounds {
     ($($trait:ident),*) => {$(
         impl ser::$trait for Compound<'_> {
             type Ok = ();
             type Error = ProtocolError;
 
-            #[inline]
+            #[inline(always)]
             fn serialize_field<T: Serialize + ?Sized>(
                 &mut self,
                 key: &'static str,
@@ -460,7 +519,7 @@ macro_rules! field_compounds {
                 self.field(key, value)
             }
 
-            #[inline]
+            #[inline(always)]
             fn end(self) -> Result<(), ProtocolError> {
                 self.close()
             }
@@ -475,12 +534,15 @@ field_compounds!(SerializeStruct, SerializeStructVariant);
 struct KeySerializer<'c, 'b>(&'c mut Compound<'b>);
 
 impl KeySerializer<'_, '_> {
-    /// A float key, written as `serde_json` writes it (shortest round-trip form).
-    fn float<F: ryu::Float>(self, v: F, finite: bool) -> Result<(), ProtocolError> {
+    /// A float key, written by `serde_json` itself: the key must be the text of
+    /// `serde_json::to_value`, and its float formatting is its own (`-9.938049e+33` where
+    /// `ryu` writes `-9.938049e33`; it changed between its versions).
+    fn float<F: Serialize>(self, v: F, finite: bool) -> Result<(), ProtocolError> {
         if !finite {
             return Err(non_text_key());
         }
-        self.0.key(ryu::Buffer::new().format_finite(v))
+        let text = serde_json::to_string(&v).map_err(|_| non_text_key())?;
+        self.0.key(&text)
     }
 }
 

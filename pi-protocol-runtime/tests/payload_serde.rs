@@ -332,6 +332,29 @@ fn numbers_and_keys_read_as_serde_json_reads_them() {
     assert_eq!(payload.deserialize::<Value>().unwrap(), payload.to_value());
 }
 
+#[test]
+fn heads_of_every_width_read_back() {
+    // Integers and lengths on both sides of each head width (in the head, 1, 2, 4, 8 bytes).
+    let edges: [i64; 10] = [23, 24, 255, 256, 65_535, 65_536, 4_294_967_295, 4_294_967_296, MAX_SAFE, 0];
+    for n in edges {
+        // A negative -1 - n has the head of n.
+        for v in [n, -n, -n - 1].into_iter().filter(|v| *v >= -MAX_SAFE) {
+            let payload = Payload::from_value(&json!(v)).unwrap();
+            assert_eq!(payload.deserialize::<i64>().unwrap(), v, "{v}");
+        }
+    }
+    for len in [23, 24, 255, 256, 65_535, 65_536] {
+        let value = json!({"text": "t".repeat(len), "array": vec![7u8; len], "map": (0..len).map(|i| (i.to_string(), i)).collect::<BTreeMap<_, _>>()});
+        let payload = Payload::from_value(&value).unwrap();
+        assert_eq!(payload.deserialize::<Value>().unwrap(), value, "length {len}");
+        let text: BTreeMap<String, Value> = payload.deserialize().unwrap();
+        assert_eq!(text["text"].as_str().map(str::len), Some(len));
+    }
+    for f in [0.5, -2.5e-300, 1e15 + 0.5, f64::MIN_POSITIVE] {
+        assert_eq!(Payload::from_value(&json!(f)).unwrap().deserialize::<f64>().unwrap(), f);
+    }
+}
+
 // ------------------------------------------------------------------ hostile values
 
 /// Serializes as a byte string (what `serde_bytes` does).
@@ -560,5 +583,106 @@ fn a_serializer_repeating_a_key_gives_what_the_text_gives() {
             assert_eq!(from_serialize.widest_container(), width as u32 + 1);
             assert_eq!(from_serialize.depth(), 4);
         }
+    }
+}
+
+/// A hand-written `Serialize` that ignores the error of one of its entries and goes on: an
+/// array `[1, [2, NaN], 3]` (`struct_like`: an object `{"a": NaN, "b": 1}`) without `?` on the
+/// failing entry.
+struct Swallowing {
+    struct_like: bool,
+}
+
+impl Serialize for Swallowing {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        if self.struct_like {
+            let mut object = serializer.serialize_struct("Swallowing", 2)?;
+            let _ = object.serialize_field("a", &f64::NAN);
+            object.serialize_field("b", &1)?;
+            return object.end();
+        }
+        let mut seq = serializer.serialize_seq(Some(3))?;
+        seq.serialize_element(&1)?;
+        let _ = seq.serialize_element(&(2, f64::NAN));
+        seq.serialize_element(&3)?;
+        seq.end()
+    }
+}
+
+#[test]
+fn an_error_the_value_ignores_still_fails_the_payload() {
+    // Half an entry was written when the error came: going on would give other values ([1, [2,
+    // 3]]) or bytes that are not one item ({"a": "b"} then 1).
+    for struct_like in [false, true] {
+        let error = Payload::from_serialize(&Swallowing { struct_like }).unwrap_err();
+        assert_eq!((error.kind(), error.rule()), (ErrorKind::Encode, Rule::UnencodableNumber), "{struct_like}");
+    }
+}
+
+/// `{"a": 1, "b": 2, "c": 3, "a": ["xy", "c"], "c": "x", "d": true}` as a struct whose
+/// `Serialize` repeats two of its (constant) keys, the second after the first one's value
+/// grew: where `"b"` and `"c"` were before, there are now the texts `"xy"` and `"c"` inside
+/// `"a"`'s new value.
+struct RepeatingStruct;
+
+impl Serialize for RepeatingStruct {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut object = serializer.serialize_struct("RepeatingStruct", 6)?;
+        object.serialize_field("a", &1)?;
+        object.serialize_field("b", &2)?;
+        object.serialize_field("c", &3)?;
+        object.serialize_field("a", &("xy", "c"))?;
+        object.serialize_field("c", "x")?;
+        object.serialize_field("d", &true)?;
+        object.end()
+    }
+}
+
+#[test]
+fn a_key_repeated_after_a_merged_value_is_found_where_the_merge_moved_it() {
+    let expected = r#"{"a":["xy","c"],"b":2,"c":"x","d":true}"#;
+    let from_struct = Payload::from_serialize(&RepeatingStruct).unwrap();
+    assert_eq!(serde_json::to_string(&from_struct).unwrap(), expected);
+    let entries = Entries(vec![
+        ("a".into(), json!(1)),
+        ("b".into(), json!(2)),
+        ("c".into(), json!(3)),
+        ("a".into(), json!(["xy", "c"])),
+        ("c".into(), json!("x")),
+        ("d".into(), json!(true)),
+    ]);
+    let from_map = Payload::from_serialize(&entries).unwrap();
+    let from_text = Payload::from_json_str(r#"{"a":1,"b":2,"c":3,"a":["xy","c"],"c":"x","d":true}"#).unwrap();
+    for payload in [&from_map, &from_text] {
+        assert_eq!(hex::encode(payload.as_cbor()), hex::encode(from_struct.as_cbor()));
+    }
+    assert_eq!((from_struct.depth(), from_struct.widest_container()), (2, 4));
+}
+
+/// `{key: null}`.
+struct OneKey<K>(K);
+
+impl<K: Serialize> Serialize for OneKey<K> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(&self.0, &())?;
+        map.end()
+    }
+}
+
+#[test]
+fn float_keys_are_the_text_serde_json_makes_of_them() {
+    fn check<K: Serialize + std::fmt::Debug>(key: K) {
+        let ours = Payload::from_serialize(&OneKey(&key)).unwrap();
+        let theirs = Payload::from_value(&serde_json::to_value(OneKey(&key)).unwrap()).unwrap();
+        assert_eq!(ours, theirs, "{key:?}");
+    }
+    for key in [-9.938_049e33f32, 1.5, 2.0, -0.0, 1e-7, f32::MAX] {
+        check(key);
+    }
+    for key in [1e21f64, -1e-300, 2.0, 0.1, f64::MAX, 5e-324] {
+        check(key);
     }
 }

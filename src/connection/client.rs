@@ -2,12 +2,14 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use bytes::Bytes;
+
+use super::inbox::{self, Inbox, Receiver};
 use super::options::option_setters;
 use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
-    Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, Request, RequestId, Response,
-    RpcTarget, ServerId, ServerMessage, ServerMessageDecoder, ServerTarget, SessionTarget, SubscriptionId,
-    PROTOCOL_VERSION,
+    Cancel, ClientHello, ClientMessage, CodecOptions, ErrorBody, Integer, Payload, ProtocolError, Request, RequestId,
+    Response, RpcTarget, ServerId, ServerMessage, ServerTarget, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The prefix of the request ids a client connection assigns by default: ids are `req-1`,
@@ -182,7 +184,7 @@ enum State {
 #[derive(Debug)]
 pub struct ClientConnection {
     options: ClientOptions,
-    decoder: ServerMessageDecoder,
+    inbox: Inbox,
     state: State,
     route: Option<SessionTarget>,
     pending: HashMap<RequestId, Pending>,
@@ -198,11 +200,11 @@ impl ClientConnection {
     /// the connection starts closed with [`CloseReason::Encode`]; if it does not fit under
     /// [`ClientOptions::max_pending_transmit`], with [`CloseReason::TransmitQueueFull`].
     pub fn new(options: ClientOptions) -> Self {
-        let decoder = ServerMessageDecoder::with_options(&options.codec);
+        let inbox = Inbox::new(&options.codec);
         let outgoing = Outbox::new(options.max_pending_transmit);
         let mut connection = ClientConnection {
             options,
-            decoder,
+            inbox,
             state: State::AwaitingHello,
             route: None,
             pending: HashMap::new(),
@@ -223,18 +225,15 @@ impl ClientConnection {
     /// Nothing is returned: the outcome is in [`poll_event`](Self::poll_event). Bytes after
     /// the connection closed are ignored.
     pub fn receive(&mut self, bytes: &[u8]) {
-        if self.state == State::Closed {
-            return;
-        }
-        for message in self.decoder.push(bytes) {
-            if self.state == State::Closed {
-                break;
-            }
-            match message {
-                Ok(message) => self.handle(message),
-                Err(error) => self.close_with(CloseReason::Violation(Violation::Decode(error))),
-            }
-        }
+        inbox::receive(self, bytes);
+    }
+
+    /// [`receive`](Self::receive) for a chunk held in a [`Bytes`]: the `result` and `update`
+    /// payloads (beyond 46 bytes) of the frames that lie wholly inside `chunk` become slices of
+    /// it instead of copies. The same messages, events and errors as `receive`; the two may be
+    /// mixed on one stream.
+    pub fn receive_shared(&mut self, chunk: &Bytes) {
+        inbox::receive_shared(self, chunk);
     }
 
     fn handle(&mut self, message: ServerMessage) {
@@ -374,7 +373,7 @@ impl ClientConnection {
         if self.state == State::Closed {
             return;
         }
-        let reason = super::local_close_reason(self.decoder.end());
+        let reason = super::local_close_reason(self.inbox.end());
         self.close_with(reason);
     }
 
@@ -383,10 +382,27 @@ impl ClientConnection {
         self.events.pop_front()
     }
 
-    /// Every byte queued for the transport since the last call (whole frames, in order), or
-    /// `None` when nothing is queued.
+    /// Every byte queued for the transport and not written yet (whole frames, in order), handed
+    /// over in a `Vec`, or `None` when nothing is queued. A driver that writes in place uses
+    /// [`pending_transmit`](Self::pending_transmit) instead, which keeps the buffer.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.outgoing.take()
+    }
+
+    /// The bytes queued for the transport and not written yet, borrowed: write them in place,
+    /// then call [`advance_transmit`](Self::advance_transmit) with what the transport accepted
+    /// (see [`ServerConnection::pending_transmit`](super::ServerConnection::pending_transmit)).
+    pub fn pending_transmit(&self) -> &[u8] {
+        self.outgoing.pending()
+    }
+
+    /// Marks the first `written` bytes of [`pending_transmit`](Self::pending_transmit) as
+    /// handed to the transport.
+    ///
+    /// # Panics
+    /// When `written` is more than `pending_transmit().len()`.
+    pub fn advance_transmit(&mut self, written: usize) {
+        self.outgoing.advance(written);
     }
 
     /// How many bytes are queued for the transport; a driver can stop reading while this is large.
@@ -441,5 +457,24 @@ impl ClientConnection {
         unsettled.sort_unstable_by_key(|(sequence, _)| *sequence);
         let unsettled = unsettled.into_iter().map(|(_, id)| id).collect();
         self.events.push_back(ClientEvent::Closed { reason, unsettled });
+    }
+}
+
+impl Receiver for ClientConnection {
+    type Message = ServerMessage;
+
+    fn inbox(&mut self) -> &mut Inbox {
+        &mut self.inbox
+    }
+
+    fn reading(&self) -> bool {
+        self.state != State::Closed
+    }
+
+    fn receive_message(&mut self, message: Result<ServerMessage, ProtocolError>) {
+        match message {
+            Ok(message) => self.handle(message),
+            Err(error) => self.close_with(CloseReason::Violation(Violation::Decode(error))),
+        }
     }
 }

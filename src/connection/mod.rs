@@ -74,7 +74,8 @@
 //! ```
 
 mod client;
-mod options;
+mod inbox;
+pub(crate) mod options;
 pub mod router;
 mod server;
 
@@ -241,12 +242,22 @@ impl std::error::Error for ConnectionError {
 }
 
 /// The bytes a connection has queued for its transport: whole frames, in order, encoded straight
-/// into one buffer that never holds more than `limit` bytes.
+/// into one buffer that never holds more than `limit` bytes waiting to be written.
+///
+/// A driver either takes every queued byte at once ([`take`](Self::take)) or writes them in
+/// place ([`pending`](Self::pending), then [`advance`](Self::advance) past what the transport
+/// accepted), which reuses the buffer from write to write.
 #[derive(Debug)]
 pub(crate) struct Outbox {
     bytes: Vec<u8>,
+    /// How many bytes at the front of `bytes` were written already.
+    written: usize,
     limit: usize,
 }
+
+/// Largest buffer an [`Outbox`] keeps for the next frames once everything queued was written:
+/// enough for the answers to a few dozen small requests, little for a connection that idles.
+const KEPT_OUTBOX_CAPACITY: usize = 4 * 1024;
 
 /// Why [`Outbox::queue`] queued nothing.
 #[derive(Debug)]
@@ -273,7 +284,7 @@ impl QueueError {
 impl Outbox {
     /// An empty queue holding at most `limit` bytes.
     pub(crate) fn new(limit: usize) -> Self {
-        Outbox { bytes: Vec::new(), limit }
+        Outbox { bytes: Vec::new(), written: 0, limit }
     }
 
     /// Validates and encodes `message`, appending its frame; nothing is queued when it is refused
@@ -283,11 +294,17 @@ impl Outbox {
         message: &M,
         options: &CodecOptions,
     ) -> Result<(), QueueError> {
+        // Bytes written from the front are dropped once they are at least half the buffer, so a
+        // queue that is never quite empty (a slow reader) does not grow for them.
+        if self.written > 0 && self.written * 2 >= self.bytes.len() {
+            self.bytes.drain(..self.written);
+            self.written = 0;
+        }
         let start = self.bytes.len();
         encode_message_into(message, options, &mut self.bytes).map_err(QueueError::Encode)?;
         // The frame is checked once encoded: it is at most the frame limit, so the buffer never
         // exceeds the queue limit by more than one frame, and only until this truncation.
-        if self.bytes.len() > self.limit {
+        if self.len() > self.limit {
             self.bytes.truncate(start);
             return Err(QueueError::Full { limit: self.limit });
         }
@@ -296,16 +313,40 @@ impl Outbox {
 
     /// Every queued byte, or `None` when nothing is queued.
     pub(crate) fn take(&mut self) -> Option<Vec<u8>> {
-        if self.bytes.is_empty() {
-            None
-        } else {
-            Some(std::mem::take(&mut self.bytes))
+        if self.len() == 0 {
+            return None;
+        }
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.drain(..std::mem::take(&mut self.written));
+        Some(bytes)
+    }
+
+    /// The queued bytes not written yet (whole frames, except that the first may have been
+    /// written in part).
+    pub(crate) fn pending(&self) -> &[u8] {
+        &self.bytes[self.written..]
+    }
+
+    /// Marks the first `written` bytes of [`pending`](Self::pending) as written.
+    ///
+    /// # Panics
+    /// When `written` is more than the pending bytes.
+    pub(crate) fn advance(&mut self, written: usize) {
+        assert!(written <= self.len(), "advanced past the queued bytes ({written} > {})", self.len());
+        self.written += written;
+        if self.written == self.bytes.len() {
+            self.written = 0;
+            if self.bytes.capacity() > KEPT_OUTBOX_CAPACITY {
+                self.bytes = Vec::new();
+            } else {
+                self.bytes.clear();
+            }
         }
     }
 
-    /// How many bytes are queued.
+    /// How many bytes are queued and not written yet.
     pub(crate) fn len(&self) -> usize {
-        self.bytes.len()
+        self.bytes.len() - self.written
     }
 }
 

@@ -1,13 +1,17 @@
 //! [`ServerConnection`]: the server half of a Pi connection.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
+use bytes::Bytes;
+
+use super::inbox::{self, Inbox, Receiver};
 use super::options::{default_error, option_setters};
 use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
-    is_supported_protocol_version, Attachment, ClientMessage, ClientMessageDecoder, CodecOptions, ErrorBody,
-    ErrorResponse, Payload, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId,
-    ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
+    is_supported_protocol_version, Attachment, ClientMessage, CodecOptions, ErrorBody, ErrorResponse, Payload,
+    ProtocolError, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage,
+    ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
@@ -83,8 +87,9 @@ option_setters! {
         /// [`ServerConnection::set_attachment`] only changes the route to release,
         /// [`ServerConnection::publish_update`] returns [`ConnectionError::Closed`]; a fencing
         /// error or a `hello` the connection could not queue is simply not sent. The queue empties
-        /// each time the driver takes it with [`ServerConnection::poll_transmit`], so a driver
-        /// should take bytes only as fast as it can write them. Keep the limit at or above the
+        /// as the driver takes it ([`ServerConnection::poll_transmit`],
+        /// [`ServerConnection::advance_transmit`]), so a driver should take bytes only as fast as
+        /// it can write them. Keep the limit at or above the
         /// frame limit of [`codec`](Self::codec), or frames between the two can never be sent.
         ///
         /// ```
@@ -216,7 +221,7 @@ enum State {
 pub struct ServerConnection {
     server_id: ServerId,
     options: ServerOptions,
-    decoder: ClientMessageDecoder,
+    inbox: Inbox,
     state: State,
     attachment: Option<SessionTarget>,
     in_flight: HashMap<RequestId, InFlight>,
@@ -227,12 +232,12 @@ pub struct ServerConnection {
 impl ServerConnection {
     /// A connection for the logical server `server_id`, waiting for the client's `hello`.
     pub fn new(server_id: ServerId, options: ServerOptions) -> Self {
-        let decoder = ClientMessageDecoder::with_options(&options.codec);
+        let inbox = Inbox::new(&options.codec);
         let outgoing = Outbox::new(options.max_pending_transmit);
         ServerConnection {
             server_id,
             options,
-            decoder,
+            inbox,
             state: State::AwaitingHello,
             attachment: None,
             in_flight: HashMap::new(),
@@ -248,84 +253,94 @@ impl ServerConnection {
     /// [`poll_transmit`](Self::poll_transmit). Bytes after the connection began closing are
     /// ignored.
     pub fn receive(&mut self, bytes: &[u8]) {
-        if !self.reading() {
-            return;
-        }
-        for message in self.decoder.push(bytes) {
-            if !self.reading() {
-                break;
-            }
-            match message {
-                Ok(message) => self.handle(message),
-                Err(error) => self.begin_close(CloseReason::Violation(Violation::Decode(error))),
-            }
-        }
+        inbox::receive(self, bytes);
     }
 
-    fn reading(&self) -> bool {
+    /// [`receive`](Self::receive) for a chunk held in a [`Bytes`]: the opaque payloads of the
+    /// frames that lie wholly inside `chunk` (beyond 46 bytes) become slices of it instead of
+    /// copies, as with [`SharedClientMessageDecoder`](crate::SharedClientMessageDecoder). The
+    /// same messages, events and errors as `receive`; the two may be mixed on one stream.
+    pub fn receive_shared(&mut self, chunk: &Bytes) {
+        inbox::receive_shared(self, chunk);
+    }
+
+    pub(crate) fn reading(&self) -> bool {
         matches!(self.state, State::AwaitingHello | State::Open)
     }
 
     fn handle(&mut self, message: ClientMessage) {
-        match (self.state, message) {
-            (State::AwaitingHello, ClientMessage::Hello(hello)) => {
-                let version = hello.version.get();
-                if is_supported_protocol_version(version) {
-                    let reply = ServerMessage::from(ServerHello::new(self.server_id.clone()));
-                    match self.queue(&reply) {
-                        Ok(()) => {
-                            self.state = State::Open;
-                            self.events.push_back(ServerEvent::Ready);
+        // The state alone is matched first: the message moves only into the arm that takes it.
+        match self.state {
+            State::Open => match message {
+                ClientMessage::Request(request) => self.admit(request),
+                ClientMessage::Cancel(cancel) => {
+                    if let Some(in_flight) = self.in_flight.get_mut(&cancel.id) {
+                        if in_flight.target == cancel.target && !in_flight.cancelled {
+                            in_flight.cancelled = true;
+                            self.events.push_back(ServerEvent::Cancel { id: cancel.id });
                         }
-                        Err(error) => self.begin_close(error.into_close_reason()),
-                    }
-                } else {
-                    let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
-                    match self.queue(&reply) {
-                        Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
-                        Err(error) => self.begin_close(error.into_close_reason()),
                     }
                 }
-            }
-            (State::AwaitingHello, _) => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
-            (State::Open, ClientMessage::Hello(_)) => {
-                self.begin_close(CloseReason::Violation(Violation::UnexpectedHello))
-            }
-            (State::Open, ClientMessage::Request(request)) => self.admit(request),
-            (State::Open, ClientMessage::Cancel(cancel)) => {
-                if let Some(in_flight) = self.in_flight.get_mut(&cancel.id) {
-                    if in_flight.target == cancel.target && !in_flight.cancelled {
-                        in_flight.cancelled = true;
-                        self.events.push_back(ServerEvent::Cancel { id: cancel.id });
-                    }
+                ClientMessage::Hello(_) => self.begin_close(CloseReason::Violation(Violation::UnexpectedHello)),
+                // A message type added to the schema after these rules were written: it decoded,
+                // so it is valid protocol, but the connection knows no rule for it. It goes to the
+                // application untouched rather than closing the connection on a valid frame.
+                #[allow(unreachable_patterns)]
+                other => self.events.push_back(ServerEvent::Other(other)),
+            },
+            State::AwaitingHello => match message {
+                ClientMessage::Hello(hello) => self.answer_hello(hello.version.get()),
+                _ => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
+            },
+            State::Closing | State::Closed => {}
+        }
+    }
+
+    /// Answers the client's `hello` offering `version`: `hello`, or `hello_error` and closing.
+    fn answer_hello(&mut self, version: i64) {
+        if is_supported_protocol_version(version) {
+            let reply = ServerMessage::from(ServerHello::new(self.server_id.clone()));
+            match self.queue(&reply) {
+                Ok(()) => {
+                    self.state = State::Open;
+                    self.events.push_back(ServerEvent::Ready);
                 }
+                Err(error) => self.begin_close(error.into_close_reason()),
             }
-            // A message type added to the schema after these rules were written: it decoded, so
-            // it is valid protocol, but the connection knows no rule for it. It goes to the
-            // application untouched rather than closing the connection on a valid frame.
-            #[allow(unreachable_patterns)]
-            (State::Open, other) => self.events.push_back(ServerEvent::Other(other)),
-            (State::Closing | State::Closed, _) => {}
+        } else {
+            let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
+            match self.queue(&reply) {
+                Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
+                Err(error) => self.begin_close(error.into_close_reason()),
+            }
         }
     }
 
     /// Fences `request` or admits it (docs/PROTOCOL.md section 8, fencing; checks in the documented order).
     fn admit(&mut self, request: Request) {
-        let fence = if self.in_flight.contains_key(&request.id) {
-            Some(FenceReason::DuplicateId)
-        } else {
-            match &request.target {
-                RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
-                RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
-                RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => Some(FenceReason::StaleRoute),
-                // A target shape the schema gains later has no fence here: only the in-flight
-                // limit applies, and the application sees the target as decoded.
-                _ if self.in_flight.len() >= self.options.max_in_flight => Some(FenceReason::TooManyRequests),
-                _ => None,
+        // One lookup of the id serves the duplicate check and the insertion.
+        let full = self.in_flight.len() >= self.options.max_in_flight;
+        let fence = match self.in_flight.entry(request.id.clone()) {
+            Entry::Occupied(_) => Some(FenceReason::DuplicateId),
+            Entry::Vacant(slot) => {
+                let fence = match &request.target {
+                    RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                    RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
+                    RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => {
+                        Some(FenceReason::StaleRoute)
+                    }
+                    // A target shape the schema gains later has no fence here: only the in-flight
+                    // limit applies, and the application sees the target as decoded.
+                    _ if full => Some(FenceReason::TooManyRequests),
+                    _ => None,
+                };
+                if fence.is_none() {
+                    slot.insert(InFlight { target: request.target.clone(), cancelled: false });
+                }
+                fence
             }
         };
         let Some(reason) = fence else {
-            self.in_flight.insert(request.id.clone(), InFlight { target: request.target.clone(), cancelled: false });
             self.events.push_back(ServerEvent::Request(request));
             return;
         };
@@ -360,17 +375,21 @@ impl ServerConnection {
         id: &RequestId,
         result: Result<Option<Payload>, ErrorBody>,
     ) -> Result<(), ConnectionError> {
-        if !self.in_flight.contains_key(id) {
+        // One lookup: the request leaves the table at once, and comes back if its answer cannot
+        // be encoded.
+        let Some(in_flight) = self.in_flight.remove(id) else {
             return Err(ConnectionError::NotInFlight(id.clone()));
-        }
+        };
         if self.state == State::Open {
             let response = match result {
                 Ok(result) => Response::success(id.clone(), result),
                 Err(error) => Response::failure(id.clone(), error),
             };
-            self.queue_for_application(&ServerMessage::Response(response))?;
+            if let Err(error) = self.queue_for_application(&ServerMessage::Response(response)) {
+                self.in_flight.insert(id.clone(), in_flight);
+                return Err(error);
+            }
         }
-        self.in_flight.remove(id);
         self.finish_if_settled();
         Ok(())
     }
@@ -452,7 +471,7 @@ impl ServerConnection {
         if !self.reading() {
             return;
         }
-        let reason = super::local_close_reason(self.decoder.end());
+        let reason = super::local_close_reason(self.inbox.end());
         self.begin_close(reason);
     }
 
@@ -461,10 +480,43 @@ impl ServerConnection {
         self.events.pop_front()
     }
 
-    /// Every byte queued for the transport since the last call (whole frames, in order), or
-    /// `None` when nothing is queued.
+    /// Every byte queued for the transport and not written yet (whole frames, in order), handed
+    /// over in a `Vec`, or `None` when nothing is queued. A driver that writes in place uses
+    /// [`pending_transmit`](Self::pending_transmit) instead, which keeps the buffer.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         self.outgoing.take()
+    }
+
+    /// The bytes queued for the transport and not written yet (whole frames, except that the
+    /// first may have been written in part), borrowed: a driver writes them in place and then
+    /// calls [`advance_transmit`](Self::advance_transmit) with what the transport accepted,
+    /// which reuses one buffer from write to write. Empty when nothing is queued.
+    ///
+    /// ```
+    /// use pi_protocol::connection::{ServerConnection, ServerOptions};
+    /// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, ServerId};
+    ///
+    /// let mut server = ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?, ServerOptions::default());
+    /// server.receive(&encode_client_message(&ClientMessage::from(ClientHello::new(8u32)))?);
+    /// let hello_len = server.pending_transmit().len();
+    /// server.advance_transmit(3); // the transport took 3 bytes
+    /// assert_eq!(server.pending_transmit().len(), hello_len - 3);
+    /// server.advance_transmit(hello_len - 3);
+    /// assert!(server.pending_transmit().is_empty());
+    /// assert_eq!(server.poll_transmit(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pending_transmit(&self) -> &[u8] {
+        self.outgoing.pending()
+    }
+
+    /// Marks the first `written` bytes of [`pending_transmit`](Self::pending_transmit) as
+    /// handed to the transport.
+    ///
+    /// # Panics
+    /// When `written` is more than `pending_transmit().len()`.
+    pub fn advance_transmit(&mut self, written: usize) {
+        self.outgoing.advance(written);
     }
 
     /// How many bytes are queued for the transport; a driver can stop reading while this is
@@ -540,6 +592,25 @@ impl ServerConnection {
         if self.state == State::Closing && self.in_flight.is_empty() {
             self.state = State::Closed;
             self.events.push_back(ServerEvent::Closed { release: self.attachment.take() });
+        }
+    }
+}
+
+impl Receiver for ServerConnection {
+    type Message = ClientMessage;
+
+    fn inbox(&mut self) -> &mut Inbox {
+        &mut self.inbox
+    }
+
+    fn reading(&self) -> bool {
+        ServerConnection::reading(self)
+    }
+
+    fn receive_message(&mut self, message: Result<ClientMessage, ProtocolError>) {
+        match message {
+            Ok(message) => self.handle(message),
+            Err(error) => self.begin_close(CloseReason::Violation(Violation::Decode(error))),
         }
     }
 }

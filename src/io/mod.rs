@@ -28,7 +28,9 @@ mod blocking;
 mod tokio;
 
 #[cfg(feature = "tokio")]
-pub use self::tokio::{ClientCodec, MessageCodec, ServerCodec};
+pub use self::tokio::{
+    ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec, ServerDriver,
+};
 pub use blocking::{
     write_client_message, write_client_message_with, write_message, write_message_with, write_server_message,
     write_server_message_with, ClientMessageReader, MessageReader, ServerMessageReader,

@@ -17,6 +17,10 @@
 //! - `schema-diff OLD NEW [--format text|json] [--require backward|forward|both]`: what a
 //!   schema change breaks, by message type and direction (`pi-protocol schema diff`, see
 //!   `schema_diff.rs`); exit status 1 when a required direction breaks.
+//! - `load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]`:
+//!   load and faults over real sockets: the example server, a server on the codec alone and
+//!   one on the reference package under a thousand connections (see `load/mod.rs` and
+//!   `docs/PERFORMANCE.md`); `--short` is CI's pass.
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
@@ -32,6 +36,7 @@ mod codegen;
 mod conformance;
 mod fuzz;
 mod growth;
+mod load;
 mod mutants;
 mod schema_diff;
 mod schema_guard;
@@ -39,6 +44,7 @@ mod schema_guard;
 const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] [--seed S]
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
+       cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
        cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
                            [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
        cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
@@ -58,6 +64,11 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
                run the fuzz targets N seconds each (default 60), J at a time (default 1), and
                minimise what they found into fuzz/corpus/; --check writes nothing (CI)
                (needs cargo fuzz: cargo install cargo-fuzz --locked)
+  load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
+               drive the example server, a server on the codec alone and one on the reference
+               package (node + npm) with 16, 256 and 1,000 connections, then a thousand faulty
+               clients; report messages/s, latency, CPU and memory per connection, fail on any
+               lost, duplicated or misrouted message (--short: CI's pass, debug build, ~30 s)
   mutants      mutation testing of the runtime, the connection layer, the derive and the
                generator (areas runtime, connection, derive, gen), tier by tier; --file and
                --changed [BASE] (default main) scope it to files, --lines to changed lines,
@@ -79,6 +90,7 @@ fn main() -> ExitCode {
         ["schema-guard", rest @ ..] => schema_guard::run(rest),
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
+        ["load", rest @ ..] => load::run(rest),
         ["mutants", rest @ ..] => mutants::run(rest),
         ["schema-diff", rest @ ..] => return schema_diff::run(rest),
         [] | ["help" | "--help" | "-h"] => {

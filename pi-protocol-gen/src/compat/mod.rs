@@ -37,6 +37,7 @@ use serde_json::Value;
 use crate::model::{LiteralValue, Model, Shape, Side, TypeExpr, TypeKind, VariantKind};
 
 pub use report::Format;
+pub use rules::MAX_COMPARE_DEPTH;
 pub use rust::{RustChange, RustChangeKind};
 pub use witness::WitnessSearch;
 
@@ -151,7 +152,7 @@ impl Change {
 }
 
 /// Why a direction breaks: the edit, where it is in each schema, and what it does to a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Reason {
     /// The edit.

@@ -2,11 +2,13 @@
 //!
 //! [`Checker::fits`] walks two shapes together (one from each model) and lists every reason a
 //! value valid under the first could be refused by the second, each with the JSON pointers of
-//! the two schema places. Named types are compared once per pair; a pair met again while it is
-//! being compared (a recursive type) is assumed to fit, which is sound for the finite values a
-//! message holds.
+//! the two schema places. Named types are compared once per pair (the reasons are remembered,
+//! without repeats); a pair met again while it is being compared (a recursive type) is assumed
+//! to fit, which is sound for the finite values a message holds. The walk recurses at most
+//! [`MAX_COMPARE_DEPTH`] places deep; what lies deeper is assumed to fit as well, and is left to
+//! the witness search.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::model::{
     Checks, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind, Union, VariantKind,
@@ -30,6 +32,11 @@ enum Resolved<'m> {
     Union(&'m Union, &'m str),
 }
 
+/// The most places (named types and shapes in place) one comparison walks down at once: two
+/// chains of a thousand types are not compared to their ends, on any stack (`SCHEMA.md`,
+/// "Limits").
+pub const MAX_COMPARE_DEPTH: usize = 256;
+
 /// Compares the shapes of two models.
 pub(crate) struct Checker<'m> {
     from: &'m Model,
@@ -37,12 +44,16 @@ pub(crate) struct Checker<'m> {
     /// The direction the reasons are reported in: `true` when `from` is the old schema.
     from_is_old: bool,
     in_progress: HashSet<(String, String)>,
+    /// The reasons of every pair of named types compared to the end.
+    done: HashMap<(String, String), Vec<Reason>>,
+    /// The places being compared (see [`MAX_COMPARE_DEPTH`]).
+    depth: usize,
 }
 
 impl<'m> Checker<'m> {
     /// A checker of values of `from` against `to`.
     pub(crate) fn new(from: &'m Model, to: &'m Model, from_is_old: bool) -> Self {
-        Checker { from, to, from_is_old, in_progress: HashSet::new() }
+        Checker { from, to, from_is_old, in_progress: HashSet::new(), done: HashMap::new(), depth: 0 }
     }
 
     /// The schema edit (old to new) a finding stands for: `if_old` when the values come from the
@@ -89,11 +100,20 @@ impl<'m> Checker<'m> {
     /// refused as a value of type `to` (of the second).
     pub(crate) fn fits_types(&mut self, from: &'m TypeDef, to: &'m TypeDef) -> Vec<Reason> {
         let key = (from.rust_name.clone(), to.rust_name.clone());
-        if !self.in_progress.insert(key.clone()) {
+        if let Some(reasons) = self.done.get(&key) {
+            return reasons.clone();
+        }
+        if self.depth == MAX_COMPARE_DEPTH || !self.in_progress.insert(key.clone()) {
             return Vec::new();
         }
-        let reasons = self.fits_resolved(resolve_def(from), resolve_def(to));
+        self.depth += 1;
+        let mut reasons = self.fits_resolved(resolve_def(from), resolve_def(to));
+        self.depth -= 1;
         self.in_progress.remove(&key);
+        // Types reached by several paths report their reasons once.
+        let mut seen = HashSet::new();
+        reasons.retain(|r| seen.insert(r.clone()));
+        self.done.insert(key, reasons.clone());
         reasons
     }
 
@@ -199,6 +219,16 @@ impl<'m> Checker<'m> {
 
     /// Every reason a value of shape `a` could be refused by shape `b`.
     fn fits_shape(&mut self, a: &'m Shape, pa: &'m str, b: &'m Shape, pb: &'m str) -> Vec<Reason> {
+        if self.depth == MAX_COMPARE_DEPTH {
+            return Vec::new();
+        }
+        self.depth += 1;
+        let reasons = self.fits_shape_in_place(a, pa, b, pb);
+        self.depth -= 1;
+        reasons
+    }
+
+    fn fits_shape_in_place(&mut self, a: &'m Shape, pa: &'m str, b: &'m Shape, pb: &'m str) -> Vec<Reason> {
         // Named types: resolve and compare by kind.
         if let TypeExpr::Named { name, .. } = &a.ty {
             let from = self.from.by_rust_name(name).expect("named types exist");

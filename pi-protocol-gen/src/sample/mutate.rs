@@ -42,6 +42,7 @@ impl Sampler<'_> {
     #[must_use]
     pub fn mutate(&mut self, rust_name: &str, value: &Value) -> Value {
         let mut out = value.clone();
+        self.budget = super::MAX_DRAW_SIZE;
         let model = self.model;
         let Some(def) = model.by_rust_name(rust_name) else { return out };
         let kind = def.kind.clone();
@@ -149,8 +150,11 @@ impl Sampler<'_> {
             }
             (TypeExpr::String, Value::String(text)) => match self.rng.below(7) {
                 0 => {
+                    // Within the draw's budget: a `maxLength` in the billions is not stepped over.
                     let n = checks.max_length.unwrap_or(8) + 1;
-                    text.push_str(&self.text(n));
+                    if self.spend(n) {
+                        text.push_str(&self.text(n));
+                    }
                 }
                 1 => {
                     let keep = checks.min_length.unwrap_or(1).saturating_sub(1) as usize;

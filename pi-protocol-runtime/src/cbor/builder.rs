@@ -15,7 +15,10 @@
 
 use std::ops::Range;
 
-use super::object::{find_entry, finish_head, replace_value, to_javascript_order, KeyStack, ObjectKeys};
+use super::object::{
+    find_entry_at, finish_head, kept_offset, moved_by_merge, replace_value, to_javascript_order, KeyOffsets, KeyStack,
+    ObjectKeys, LINEAR_KEYS,
+};
 use super::reader::ItemShape;
 use super::{Reader, Writer};
 use crate::error::{ErrorKind, ProtocolError, Rule};
@@ -30,6 +33,9 @@ pub(crate) struct Builder {
     open: Vec<Open>,
     /// The keys of the objects being written.
     pub(crate) keys: KeyStack,
+    /// Where the first keys of the objects filled through the event methods start, innermost
+    /// last (see [`KeyOffsets`], which the payload serializer keeps instead).
+    key_offsets: Vec<u32>,
     /// For each open object whose last key repeats an earlier one, innermost last: the earlier
     /// value, where the repeated key starts and where its value starts.
     repeats: Vec<(Range<usize>, usize, usize)>,
@@ -40,6 +46,9 @@ pub(crate) struct Builder {
     pub(crate) shape: ItemShape,
     /// A repeated key was merged: the shape is measured again at the end.
     pub(crate) merged: bool,
+    /// The first error raised inside a container written by the payload serializer
+    /// ([`crate::serde_ser`]), kept in case the value's `Serialize` ignores it and goes on.
+    pub(crate) first_error: Option<ProtocolError>,
     /// Objects are written in JavaScript property order (array-index keys first, ascending).
     javascript_order: bool,
     /// The item is complete.
@@ -57,9 +66,21 @@ struct Open {
     count: usize,
     /// An object's keys (`None` for an array).
     keys: Option<ObjectKeys>,
+    /// Where its key offsets start in [`Builder::key_offsets`].
+    offsets_from: usize,
     /// The key awaiting its value repeats an earlier one (its details are in
     /// [`Builder::repeats`]).
     repeats: bool,
+}
+
+/// Where the keys of the object a key goes into start, as its writer keeps them (see
+/// [`Builder::object_key`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Offsets {
+    /// Kept by the writer itself (the payload serializer).
+    Recent(KeyOffsets),
+    /// Listed in [`Builder::key_offsets`] from this index on.
+    Listed(usize),
 }
 
 impl Builder {
@@ -137,7 +158,8 @@ impl Builder {
         // Without a length, a one-byte head for now, rewritten when the container closes.
         let (head_at, head_len) = self.open_container(is_object, len.unwrap_or(0));
         let keys = is_object.then(|| self.keys.open());
-        self.open.push(Open { head_at, head_len, count: 0, keys, repeats: false });
+        let offsets_from = self.key_offsets.len();
+        self.open.push(Open { head_at, head_len, count: 0, keys, offsets_from, repeats: false });
         self.key_next = is_object;
         Ok(())
     }
@@ -176,22 +198,40 @@ impl Builder {
     }
 
     /// Writes `key` as the next key of the innermost object, whose entries (`count` of
-    /// them, with `keys`) start at `content_at`; `true` when it repeats one of them: call
-    /// [`merge_repeated`](Self::merge_repeated) once its value is written.
+    /// them, with `keys`, where their keys start in `offsets`) start at `content_at`; `true`
+    /// when it repeats one of them: call [`merge_repeated`](Self::merge_repeated) once its
+    /// value is written.
     #[inline(always)]
-    pub(crate) fn object_key(&mut self, key: &str, keys: &mut ObjectKeys, content_at: usize, count: usize) -> bool {
+    pub(crate) fn object_key(
+        &mut self,
+        key: &str,
+        keys: &mut ObjectKeys,
+        content_at: usize,
+        count: usize,
+        offsets: Offsets,
+    ) -> bool {
         let maybe = self.keys.insert(keys, key.as_bytes(), self.out.as_bytes(), content_at, count);
         let key_at = self.out.as_bytes().len();
         self.out.text(key);
-        maybe && self.find_repeated(key, content_at, count, key_at)
+        maybe && self.find_repeated(key, content_at, count, key_at, offsets)
     }
 
     /// Whether `key` (just written at `key_at`) repeats an earlier entry; if so, records what
     /// [`merge_repeated`](Self::merge_repeated) needs.
     #[cold]
     #[inline(never)]
-    fn find_repeated(&mut self, key: &str, content_at: usize, count: usize, key_at: usize) -> bool {
-        match find_entry(self.out.as_bytes(), content_at, count, key.as_bytes()) {
+    fn find_repeated(&mut self, key: &str, content_at: usize, count: usize, key_at: usize, offsets: Offsets) -> bool {
+        let (kept, kept_len) = match offsets {
+            Offsets::Recent(recent) => recent.in_written_order(count),
+            Offsets::Listed(from) => {
+                let mut kept = [0; LINEAR_KEYS];
+                let listed = self.key_offsets.get(from..).unwrap_or_default();
+                let len = if listed.len() == count { count } else { 0 };
+                kept[..len].copy_from_slice(&listed[..len]);
+                (kept, len)
+            }
+        };
+        match find_entry_at(self.out.as_bytes(), content_at, count, key_at, &kept[..kept_len], key.as_bytes()) {
             Some(old) => {
                 self.repeats.push((old, key_at, self.out.as_bytes().len()));
                 true
@@ -201,14 +241,17 @@ impl Builder {
     }
 
     /// Moves the value written after the innermost repeated key into the earlier entry's place
-    /// (see [`object_key`](Self::object_key)).
+    /// (see [`object_key`](Self::object_key)); returns where the replaced value ended and how
+    /// many bytes longer the new one is (negative: shorter), for the key offsets after it.
     #[cold]
     #[inline(never)]
-    pub(crate) fn merge_repeated(&mut self) {
-        if let Some((old, key_at, value_at)) = self.repeats.pop() {
-            self.merged = true;
-            replace_value(self.out.as_mut_vec(), old, key_at, value_at);
-        }
+    pub(crate) fn merge_repeated(&mut self) -> (usize, isize) {
+        let Some((old, key_at, value_at)) = self.repeats.pop() else { return (usize::MAX, 0) };
+        self.merged = true;
+        let grown = (self.out.as_bytes().len() - value_at) as isize - old.len() as isize;
+        let old_end = old.end;
+        replace_value(self.out.as_mut_vec(), old, key_at, value_at);
+        (old_end, grown)
     }
 
     /// Writes the next key of the innermost object.
@@ -224,7 +267,12 @@ impl Builder {
         let Some(open) = self.open.last_mut() else { return Err(rejected()) };
         let (content_at, count) = (open.head_at + open.head_len, open.count);
         let Some(mut keys) = open.keys else { return Err(rejected()) };
-        let repeats = self.object_key(key, &mut keys, content_at, count);
+        let offsets_from = open.offsets_from;
+        let key_at = self.out.as_bytes().len();
+        let repeats = self.object_key(key, &mut keys, content_at, count, Offsets::Listed(offsets_from));
+        if !repeats && count < LINEAR_KEYS {
+            self.key_offsets.push(kept_offset(key_at));
+        }
         if let Some(open) = self.open.last_mut() {
             open.keys = Some(keys);
             open.repeats = repeats;
@@ -244,6 +292,7 @@ impl Builder {
         }
         let Some(open) = self.open.pop() else { return Err(rejected()) };
         let is_object = open.keys.is_some();
+        self.key_offsets.truncate(open.offsets_from);
         if let Some(keys) = open.keys {
             self.keys.close(keys);
             if self.javascript_order {
@@ -287,10 +336,7 @@ impl Builder {
     #[inline(always)]
     pub(crate) fn check_depth(&self) -> Result<(), ProtocolError> {
         if self.depth > MAX_CONFIGURABLE_DEPTH as usize {
-            return Err(ProtocolError::new(
-                ErrorKind::Encode,
-                Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) },
-            ));
+            return Err(depth_limit());
         }
         Ok(())
     }
@@ -315,7 +361,9 @@ impl Builder {
         self.key_next = open.keys.is_some();
         if open.repeats {
             open.repeats = false;
-            self.merge_repeated();
+            let offsets_from = open.offsets_from;
+            let (old_end, grown) = self.merge_repeated();
+            moved_by_merge(self.key_offsets.get_mut(offsets_from..).unwrap_or_default(), old_end, grown);
         } else {
             open.count += 1;
         }
@@ -338,6 +386,12 @@ pub(crate) fn check_integer(n: i128) -> Result<(), ProtocolError> {
         return Err(unencodable());
     }
     Ok(())
+}
+
+/// The error of a value nested deeper than 512 levels.
+#[cold]
+pub(crate) fn depth_limit() -> ProtocolError {
+    ProtocolError::new(ErrorKind::Encode, Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) })
 }
 
 #[cold]

@@ -66,13 +66,19 @@ impl KeyStack {
             keys.seen |= bit;
             return maybe;
         }
-        self.insert_wide(keys, key, out, content_at, count)
+        // By value, not by reference: the caller's `keys` need not live in memory, so that the
+        // filter of a struct whose keys are constants folds away where it is inlined.
+        let first_wide = !keys.wide;
+        keys.wide = true;
+        self.insert_wide(first_wide, key, out, content_at, count)
     }
 
+    /// Past [`LINEAR_KEYS`] keys: `key` goes into the innermost set, which `first_wide` asks
+    /// to create from the keys written so far.
     #[cold]
-    fn insert_wide(&mut self, keys: &mut ObjectKeys, key: &[u8], out: &[u8], content_at: usize, count: usize) -> bool {
-        if !keys.wide {
-            keys.wide = true;
+    #[inline(never)]
+    fn insert_wide(&mut self, first_wide: bool, key: &[u8], out: &[u8], content_at: usize, count: usize) -> bool {
+        if first_wide {
             let mut set = HashSet::with_capacity(4 * LINEAR_KEYS);
             let mut reader = Reader::new(out.get(content_at..).unwrap_or_default(), CborLimits::widest());
             for _ in 0..count {
@@ -91,13 +97,112 @@ impl KeyStack {
     #[inline]
     pub(crate) fn close(&mut self, keys: ObjectKeys) {
         if keys.wide {
-            self.wide.pop();
+            self.drop_innermost();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_innermost(&mut self) {
+        self.wide.pop();
     }
 }
 
 fn hash_key(key: &[u8]) -> u64 {
     BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
+}
+
+/// Where the keys of an object's first [`LINEAR_KEYS`] entries start in the output, the most
+/// recent first, as the payload serializer keeps them (the event builder lists them in a
+/// stack of its own): a key the filter flags is compared with those keys alone, not found by
+/// reading the object back over every value before it (one of them may be a large array).
+///
+/// Each entry moves the offsets one place (a constant place each, never an index known at run
+/// time only), so that a writer that keeps them in a local can keep them in registers, where
+/// the compiler drops them when no flagged key needs them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyOffsets([u32; LINEAR_KEYS]);
+
+/// The offset of a key that was not kept (beyond `u32::MAX`): the object is read back.
+pub(crate) const UNKNOWN: u32 = u32::MAX;
+
+/// The offset `at` as kept.
+#[inline(always)]
+pub(crate) fn kept_offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(UNKNOWN)
+}
+
+/// [`KeyOffsets::with`], place by place.
+macro_rules! key_offsets_with {
+    ($($place:literal)*) => {
+        /// These offsets with the key at `at` as the most recent one (the oldest one dropped).
+        #[inline(always)]
+        #[must_use]
+        pub(crate) fn with(self, at: usize) -> Self {
+            KeyOffsets([kept_offset(at), $(self.0[$place]),*])
+        }
+    };
+}
+
+impl KeyOffsets {
+    /// No key yet.
+    pub(crate) const NONE: KeyOffsets = KeyOffsets([UNKNOWN; LINEAR_KEYS]);
+
+    key_offsets_with!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14);
+
+    /// The offsets of the first `entries` keys in the order they were written (none when
+    /// there are more entries than offsets kept).
+    pub(crate) fn in_written_order(&self, entries: usize) -> ([u32; LINEAR_KEYS], usize) {
+        let mut order = self.0;
+        let kept = if entries <= LINEAR_KEYS { entries } else { 0 };
+        order[..kept].reverse();
+        (order, kept)
+    }
+
+    /// These offsets after a merge (see [`moved_by_merge`]).
+    #[must_use]
+    pub(crate) fn after_merge(mut self, old_end: usize, grown: isize) -> Self {
+        moved_by_merge(&mut self.0, old_end, grown);
+        self
+    }
+}
+
+/// Moves the key offsets `offsets` that lie after `old_end`, where a value that ended there was
+/// replaced by one `grown` bytes longer (shorter when negative).
+pub(crate) fn moved_by_merge(offsets: &mut [u32], old_end: usize, grown: isize) {
+    for at in offsets {
+        if *at != UNKNOWN && *at as usize >= old_end {
+            *at = kept_offset((*at as usize).wrapping_add_signed(grown));
+        }
+    }
+}
+
+/// The value of the entry whose key is `key` among the `entries` entries written from
+/// `content_at` on in `out` (strict CBOR written by this crate), as a range of `out`; `end` is
+/// where the last entry ends (the repeated key starts there) and `offsets` where the entries'
+/// keys start, in order: the object is read back when they are not all there.
+pub(crate) fn find_entry_at(
+    out: &[u8],
+    content_at: usize,
+    entries: usize,
+    end: usize,
+    offsets: &[u32],
+    key: &[u8],
+) -> Option<Range<usize>> {
+    if offsets.len() != entries || offsets.contains(&UNKNOWN) {
+        return find_entry(out, content_at, entries, key);
+    }
+    for (i, &at) in offsets.iter().enumerate() {
+        let at = at as usize;
+        let next = offsets.get(i + 1).map_or(end, |&next| next as usize);
+        let mut reader = Reader::new(out.get(at..next)?, CborLimits::widest());
+        match reader.read_key_raw() {
+            Ok(this) if this == key => return Some(at + reader.position()..next),
+            Ok(_) => {}
+            Err(_) => return find_entry(out, content_at, entries, key),
+        }
+    }
+    None
 }
 
 /// The value of the entry whose key is `key` among the `entries` entries written from
@@ -241,6 +346,42 @@ mod tests {
         assert!(stack.insert(&mut outer, b"key-0", &[], 0, 1));
         stack.close(outer);
         assert_eq!(stack.wide.len(), 0);
+    }
+
+    #[test]
+    fn kept_key_offsets_find_an_entry_without_reading_the_values_before_it() {
+        // {"a": [1, 2, 3], "bb": null, "c": "x"} written entry by entry, the offsets kept.
+        let mut out = vec![0xa3];
+        let mut keys_at = KeyOffsets::NONE;
+        let mut entry = |out: &mut Vec<u8>, key: &str, value: &[u8]| {
+            keys_at = keys_at.with(out.len());
+            out.push(0x60 + key.len() as u8);
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(value);
+        };
+        entry(&mut out, "a", &[0x83, 1, 2, 3]);
+        entry(&mut out, "bb", &[0xf6]);
+        entry(&mut out, "c", &[0x61, b'x']);
+        let end = out.len();
+        let (order, kept) = keys_at.in_written_order(3);
+        assert_eq!(&order[..kept], &[1, 7, 11]);
+        for (key, value) in [("a", &[0x83, 1, 2, 3][..]), ("bb", &[0xf6]), ("c", &[0x61, b'x'])] {
+            let found = find_entry_at(&out, 1, 3, end, &order[..kept], key.as_bytes()).unwrap();
+            assert_eq!(&out[found.clone()], value, "{key}");
+            // The same range as reading the object back.
+            assert_eq!(Some(found), find_entry(&out, 1, 3, key.as_bytes()));
+        }
+        assert_eq!(find_entry_at(&out, 1, 3, end, &order[..kept], b"b"), None);
+        // Without all the offsets (or with one unknown), the object is read back.
+        assert_eq!(find_entry_at(&out, 1, 3, end, &order[..2], b"c"), find_entry(&out, 1, 3, b"c"));
+        assert_eq!(find_entry_at(&out, 1, 3, end, &[1, UNKNOWN, 11], b"c"), find_entry(&out, 1, 3, b"c"));
+        assert_eq!(keys_at.in_written_order(LINEAR_KEYS + 1).1, 0);
+        // "a"'s value grows by 2 bytes: the keys after it move, the ones before it do not.
+        let moved = keys_at.after_merge(6, 2);
+        assert_eq!(&moved.in_written_order(3).0[..3], &[1, 9, 13]);
+        let shrunk = keys_at.after_merge(6, -3);
+        assert_eq!(&shrunk.in_written_order(3).0[..3], &[1, 4, 8]);
+        assert_eq!(&shrunk.0[3..], &KeyOffsets::NONE.0[3..]);
     }
 
     #[test]

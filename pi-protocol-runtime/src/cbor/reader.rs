@@ -390,6 +390,23 @@ impl<'de> Reader<'de> {
         self.text_body(ai)
     }
 
+    /// Reads a text string into a `String` of its own (see [`owned_text`]: long text is checked
+    /// and copied in one pass).
+    ///
+    /// # Errors
+    /// As [`read_text`](Self::read_text).
+    pub(crate) fn read_text_owned(&mut self) -> Result<String, ProtocolError> {
+        if let Some(text) = self.short_str_at_cursor() {
+            return Ok(text.to_owned());
+        }
+        let (m, ai) = self.initial()?;
+        if m != major::TEXT {
+            return Err(self.wrong_type(m, "string"));
+        }
+        let body = self.string_body(ai)?;
+        owned_text(body).ok_or_else(|| ProtocolError::cbor(Rule::InvalidUtf8))
+    }
+
     /// Reads a byte string's content (raw CBOR mode only).
     ///
     /// # Errors
@@ -960,6 +977,38 @@ pub(crate) fn utf8_str(bytes: &[u8]) -> Option<&str> {
     } else {
         std::str::from_utf8(bytes).ok()
     }
+}
+
+/// Longest text [`owned_text`] checks and copies in one pass; longer text goes by pieces of
+/// this size.
+const TEXT_PIECE: usize = 4096;
+
+/// `bytes` copied into a `String` when it is valid UTF-8.
+///
+/// Short text is checked, then copied. Longer text is checked and copied a piece of
+/// [`TEXT_PIECE`] bytes at a time, so that each piece is copied while the check has it in the
+/// first-level cache: the input is read from memory once, not twice (a 1 MiB string read by
+/// `Payload::to_value`). A character cut by the end of a piece goes with the next piece.
+pub(crate) fn owned_text(bytes: &[u8]) -> Option<String> {
+    if bytes.len() <= TEXT_PIECE {
+        return utf8_str(bytes).map(str::to_owned);
+    }
+    let mut text = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let piece = &rest[..rest.len().min(TEXT_PIECE)];
+        let valid = match utf8_str(piece) {
+            Some(valid) => valid,
+            // Only a character cut by the piece's end (not the text's) may carry over.
+            None => match std::str::from_utf8(piece) {
+                Err(e) if e.error_len().is_none() && piece.len() < rest.len() => utf8_str(&piece[..e.valid_up_to()])?,
+                _ => return None,
+            },
+        };
+        text.push_str(valid);
+        rest = &rest[valid.len()..];
+    }
+    Some(text)
 }
 
 /// Whether every byte of `bytes` is ASCII, by length: up to 16 bytes with two overlapping
@@ -2059,5 +2108,67 @@ mod tests {
                 _ => self.skip_scalar().map(|()| ItemShape::default()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod owned_text_tests {
+    //! [`owned_text`] checks long text piece by piece: it must give what the standard
+    //! validator gives on the whole, wherever a piece's end falls.
+
+    use super::{owned_text, TEXT_PIECE};
+
+    /// `owned_text` and `std::str::from_utf8` agree on `bytes`.
+    fn agrees(bytes: &[u8]) {
+        let expected = std::str::from_utf8(bytes).ok().map(str::to_owned);
+        assert_eq!(owned_text(bytes), expected, "length {}", bytes.len());
+    }
+
+    /// Three pieces and a bit of `unit` repeated after `lead` ASCII bytes.
+    fn text(lead: usize, unit: &str) -> Vec<u8> {
+        let mut text = "x".repeat(lead);
+        while text.len() < 3 * TEXT_PIECE + 10 {
+            text.push_str(unit);
+        }
+        text.into_bytes()
+    }
+
+    #[test]
+    fn characters_cut_by_a_piece_end_are_read_whole() {
+        for unit in ["é", "€", "😀", "a€b😀é"] {
+            for lead in 0..4 {
+                let bytes = text(lead, unit);
+                agrees(&bytes);
+                let s = owned_text(&bytes).expect("valid");
+                assert_eq!(s.as_bytes(), &bytes[..]);
+            }
+        }
+        // Exactly one piece, and one byte more.
+        agrees(&text(0, "😀")[..TEXT_PIECE]);
+        agrees("y".repeat(TEXT_PIECE + 1).as_bytes());
+    }
+
+    #[test]
+    fn invalid_bytes_anywhere_are_refused() {
+        for unit in ["a", "😀"] {
+            let valid = text(0, unit);
+            for at in [0, TEXT_PIECE - 3, TEXT_PIECE - 1, TEXT_PIECE, TEXT_PIECE + 1, 2 * TEXT_PIECE, valid.len() - 1] {
+                for bad in [0x80, 0xc3, 0xf0, 0xff] {
+                    let mut bytes = valid.clone();
+                    bytes[at] = bad;
+                    agrees(&bytes);
+                }
+            }
+            // The text's last character cut short: no next piece to complete it.
+            let mut cut = text(0, "a");
+            cut.extend_from_slice(&[0xf0, 0x9f, 0x98]);
+            assert_eq!(owned_text(&cut), None);
+            agrees(&cut);
+        }
+        // A character cut by a piece end, the next piece not continuing it.
+        let mut bytes = "z".repeat(TEXT_PIECE - 1).into_bytes();
+        bytes.push(0xe2);
+        bytes.extend_from_slice("z".repeat(TEXT_PIECE).as_bytes());
+        assert_eq!(owned_text(&bytes), None);
     }
 }

@@ -3,6 +3,8 @@
 //! `serde_json::Value` ([`Payload::to_value`](crate::Payload::to_value)). However deep the item
 //! (up to the configured `maxDepth`), the walk uses no call frame per level.
 
+use smallvec::SmallVec;
+
 use super::reader::major;
 use super::Reader;
 use crate::codec::Scalar;
@@ -12,8 +14,10 @@ use crate::error::ProtocolError;
 pub(crate) trait TreeBuilder {
     /// A finished node.
     type Node;
-    /// A scalar item (never [`Scalar::Other`]).
+    /// A scalar item other than text (never [`Scalar::Other`]).
     fn scalar(scalar: Scalar<'_>) -> Self::Node;
+    /// A text string, already checked and copied.
+    fn text(text: String) -> Self::Node;
     /// A byte string's content (only reached when the reader accepts byte strings).
     fn bytes(content: &[u8]) -> Self::Node;
     /// An array of its finished elements.
@@ -48,7 +52,8 @@ enum Open<N, M> {
 /// # Errors
 /// Any error of the reader.
 pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, ProtocolError> {
-    let mut stack: Vec<Open<B::Node, B::Map>> = Vec::new();
+    // The first levels on the call's own stack: a small payload needs no allocation for them.
+    let mut stack: SmallVec<[Open<B::Node, B::Map>; 4]> = SmallVec::new();
     loop {
         if let Some(Open::Map { key, .. }) = stack.last_mut() {
             *key = r.read_key()?.to_owned();
@@ -72,6 +77,7 @@ pub(crate) fn build<B: TreeBuilder>(r: &mut Reader<'_>) -> Result<B::Node, Proto
                 r.leave();
                 B::map(B::new_map(0))
             }
+            Some(major::TEXT) => B::text(r.read_text_owned()?),
             Some(major::BYTES) => B::bytes(r.read_byte_string()?),
             _ => B::scalar(r.read_scalar()?),
         };

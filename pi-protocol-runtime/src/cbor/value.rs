@@ -92,6 +92,10 @@ impl TreeBuilder for CborTree {
         }
     }
 
+    fn text(text: String) -> CborValue {
+        CborValue::Text(text)
+    }
+
     fn bytes(content: &[u8]) -> CborValue {
         CborValue::Bytes(content.to_vec())
     }

@@ -7,7 +7,7 @@ use pi_protocol_runtime::FRAME_HEADER_LENGTH;
 use pi_protocol_runtime::{decode_message_shared, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::Error;
+use crate::io::Error;
 use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 
 /// A [`Decoder`] of `In` messages and [`Encoder`] of `Out` messages over Pi framing

@@ -1,0 +1,8 @@
+//! The tokio transports (feature `tokio`): [`tokio_util::codec`] framing of messages, and a
+//! driver that runs a sans-IO connection over any `AsyncRead + AsyncWrite` byte stream.
+
+mod codec;
+mod driver;
+
+pub use codec::{ClientCodec, MessageCodec, ServerCodec};
+pub use driver::{ClientDriver, Driver, DriverOptions, Endpoint, ServerDriver};
