@@ -69,6 +69,8 @@ struct Tier {
     /// Cargo arguments for the test run only (`--doc`: cargo refuses it with the build's
     /// `--no-run`, so the build compiles every test target of the package).
     test_args: &'static [&'static str],
+    /// Whether the tier's tests are `#[ignore]`d in a plain run and must be asked for.
+    ignored: bool,
 }
 
 /// A measured area: the files whose mutants are tested and the tiers that test them.
@@ -110,6 +112,7 @@ const FACADE_CODEC_TIER: Tier = Tier {
     packages: &["pi-protocol"],
     cargo_args: FACADE_CODEC_TESTS,
     test_args: &[],
+    ignored: false,
 };
 
 /// The schema-suite's tests, generated types checked against the `jsonschema` crate, as a tier
@@ -120,6 +123,7 @@ const SCHEMA_SUITE_TIER: Tier = Tier {
     packages: &["pi-protocol-schema-suite"],
     cargo_args: &["--tests"],
     test_args: &[],
+    ignored: false,
 };
 
 const AREAS: &[Area] = &[
@@ -136,6 +140,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol-runtime"],
                 cargo_args: &["--lib", "--tests"],
                 test_args: &[],
+                ignored: false,
             },
             FACADE_CODEC_TIER,
             Tier {
@@ -144,6 +149,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol-runtime"],
                 cargo_args: &[],
                 test_args: &["--doc"],
+                ignored: false,
             },
         ],
     },
@@ -168,6 +174,7 @@ const AREAS: &[Area] = &[
                     "--test=options",
                 ],
                 test_args: &[],
+                ignored: false,
             },
             Tier {
                 label: "pi-protocol transport tests and the router example",
@@ -180,6 +187,7 @@ const AREAS: &[Area] = &[
                     "--test=router_example",
                 ],
                 test_args: &[],
+                ignored: false,
             },
             Tier {
                 label: "pi-protocol doctests",
@@ -187,6 +195,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol"],
                 cargo_args: &["--all-features"],
                 test_args: &["--doc"],
+                ignored: false,
             },
         ],
     },
@@ -203,6 +212,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol-derive"],
                 cargo_args: &["--test=behaviour", "--test=checks", "--test=unions", "--test=json_view", "--test=v8"],
                 test_args: &[],
+                ignored: false,
             },
             SCHEMA_SUITE_TIER,
             FACADE_CODEC_TIER,
@@ -212,6 +222,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol-derive"],
                 cargo_args: &["--test=derive_ui"],
                 test_args: &[],
+                ignored: true,
             },
         ],
     },
@@ -228,6 +239,7 @@ const AREAS: &[Area] = &[
                 packages: &["pi-protocol-gen"],
                 cargo_args: &["--lib", "--tests"],
                 test_args: &[],
+                ignored: false,
             },
             SCHEMA_SUITE_TIER,
         ],
@@ -570,6 +582,12 @@ impl Runner<'_> {
                 .arg("--jobs=1")
                 .args(tier.cargo_args.iter().map(|a| format!("--cargo-arg={a}")))
                 .args(tier.test_args.iter().map(|a| format!("--cargo-test-arg={a}")));
+            if tier.ignored {
+                command.args(match tier.tool {
+                    Tool::Nextest if self.nextest => ["--cargo-test-arg=--run-ignored=only"].as_slice(),
+                    Tool::Nextest | Tool::Cargo => ["--cargo-test-arg=--", "--cargo-test-arg=--ignored"].as_slice(),
+                });
+            }
             if tier.packages.iter().all(|p| *p == area.package) {
                 command.args(["--timeout-multiplier=3", "--minimum-test-timeout=60", "--build-timeout-multiplier=3"]);
             } else {
@@ -631,6 +649,12 @@ impl Runner<'_> {
             Tool::Nextest | Tool::Cargo => command.args(["test", "--profile=mutants"]),
         };
         command.args(tier.packages.iter().map(|p| format!("--package={p}"))).args(tier.cargo_args).args(tier.test_args);
+        if tier.ignored {
+            command.args(match tier.tool {
+                Tool::Nextest if self.nextest => ["--run-ignored=only"].as_slice(),
+                Tool::Nextest | Tool::Cargo => ["--", "--ignored"].as_slice(),
+            });
+        }
         // A target directory of its own: in cargo-mutants' one, the test binaries that cargo
         // finds fresh were built in cargo-mutants' copy of the tree, since deleted, and read
         // their data files from there (`env!("CARGO_MANIFEST_DIR")`).
