@@ -188,6 +188,39 @@ impl Harness {
     }
 }
 
+// ---- Keys.
+
+#[test]
+fn client_and_upstream_keys_count_up_from_one_and_are_never_reused() {
+    let mut h = Harness::new();
+    let first = h.router.add_client();
+    h.router.disconnect_client(first);
+    let second = h.router.add_client();
+    assert_eq!((first.get(), second.get()), (1, 2));
+    let shared = h.router.add_upstream();
+    let dedicated = h.router.add_dedicated_upstream(second).unwrap();
+    assert_eq!((shared.get(), dedicated.get()), (1, 2));
+    assert_eq!((second.to_string(), dedicated.to_string()), ("client 2".to_owned(), "upstream 2".to_owned()));
+}
+
+#[test]
+fn the_router_keeps_the_options_it_was_given() {
+    let options = RouterOptions::default().max_in_flight(2).request_id_prefix("via-");
+    assert_eq!(Router::new(sid(A), options.clone()).options(), &options);
+}
+
+#[test]
+fn an_upstream_counts_its_requests_in_flight_until_each_is_answered() {
+    let mut h = Harness::new();
+    let upstream = h.shared(A);
+    let client = h.client();
+    h.send(client, request("1", server_target(A), Payload::null()));
+    h.send(client, request("2", server_target(A), Payload::null()));
+    assert_eq!(h.router.upstream_in_flight_len(upstream), 2);
+    h.receive(upstream, success("req-1", None));
+    assert_eq!(h.router.upstream_in_flight_len(upstream), 1);
+}
+
 // ---- Rule 1: the client handshake.
 
 #[test]
@@ -273,6 +306,17 @@ fn rule2_upstream_hello_error_other_first_frame_or_late_hello_closes_it() {
             },
         ]
     );
+    assert_eq!(h.router.shared_upstream(&sid(A)), None);
+}
+
+#[test]
+fn rule2_an_upstream_sending_hello_error_after_its_handshake_is_closed() {
+    let mut h = Harness::new();
+    let upstream = h.shared(A);
+    let hello_error = ServerMessage::HelloError(ServerHelloError::new(error_body("late")));
+    h.receive(upstream, hello_error);
+    let reason = CloseReason::Violation(Violation::UnexpectedHelloError);
+    assert_eq!(h.events(), vec![RouterEvent::UpstreamClosed { upstream, reason, failed: 0 }]);
     assert_eq!(h.router.shared_upstream(&sid(A)), None);
 }
 
@@ -500,6 +544,19 @@ fn rule5_closing_a_subscription_another_client_holds_is_refused() {
     assert_eq!(out, vec![to_client(other, failure("u", RouterOptions::default().subscription_in_use))]);
     let news = update("sub-x", Payload::null());
     assert_eq!(h.receive(upstream, news.clone()), vec![to_client(holder, news)]);
+}
+
+#[test]
+fn rule5_a_refused_unsubscribe_leaves_the_subscription_with_its_client() {
+    let mut h = Harness::with(Router::new(sid(A), RouterOptions::default()).with_inspector(Chord));
+    let upstream = h.shared(A);
+    let client = h.client();
+    h.send(client, request("s", server_target(A), call("subscribe", json!(["sub-1"]))));
+    h.receive(upstream, success("req-1", None));
+    h.send(client, request("u", server_target(A), call("unsubscribe", json!(["sub-1"]))));
+    h.receive(upstream, failure("req-2", error_body("no_such_subscription")));
+    let news = update("sub-1", Payload::null());
+    assert_eq!(h.receive(upstream, news.clone()), vec![to_client(client, news)]);
 }
 
 #[test]

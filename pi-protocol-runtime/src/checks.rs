@@ -135,6 +135,10 @@ mod tests {
         // Variation selector after a character joins it; three regional indicators: a flag and one.
         assert_eq!(text_length("\u{2764}\u{FE0F}"), 1);
         assert_eq!(text_length("\u{1F1EB}\u{1F1F7}\u{1F1EB}"), 2);
+        // A regional indicator pairs only with one before it: after another character it
+        // stands alone.
+        assert_eq!(text_length("a\u{1F1EB}"), 2);
+        assert_eq!(text_length("\u{1F1EB}a"), 2);
         // A joiner followed by marks: the joined character takes its marks.
         assert_eq!(text_length("a\u{200D}b\u{301}c"), 2);
         // A leading mark is a cluster of its own.

@@ -124,3 +124,47 @@ where
     validate(cbor.as_cbor(), options.limits())?;
     encode_frame(cbor.as_cbor(), options.frame_limit())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_indices_are_canonical_decimals_below_u32_max() {
+        for key in ["0", "7", "10", "4294967294", "1000000000"] {
+            assert!(is_array_index(key), "{key}");
+        }
+        // Empty, leading zero, sign, beyond 2^32 - 2, eleven digits, not a number.
+        for key in ["", "00", "01", "+5", "-1", "4294967295", "10000000000", "99999999999", "1a", "a"] {
+            assert!(!is_array_index(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn text_is_read_into_javascript_key_order() {
+        let payload = payload_in_javascript_order(r#"{"b":1,"10":2,"a":3,"2":[{"1":0,"0":0}]}"#).unwrap();
+        // {"2": [{"0": 0, "1": 0}], "10": 2, "b": 1, "a": 3}
+        let expected = [
+            0xa4, 0x61, b'2', 0x81, 0xa2, 0x61, b'0', 0x00, 0x61, b'1', 0x00, 0x62, b'1', b'0', 0x02, 0x61, b'b', 0x01,
+            0x61, b'a', 0x03,
+        ];
+        assert_eq!(payload.as_cbor(), expected);
+    }
+
+    #[test]
+    fn a_json_message_is_validated_and_framed() {
+        let value = serde_json::json!({"b": 1, "2": [true]});
+        let accept = |cbor: &[u8], limits| crate::decode_cbor(cbor, limits).map(drop);
+        let frame = encode_json_frame(&value, &CodecOptions::default(), accept).unwrap();
+        assert_eq!(frame, [0, 0, 0, 8, 0xa2, 0x61, b'2', 0x81, 0xf5, 0x61, b'b', 0x01]);
+        // The validator sees the very bytes that are framed, and its verdict is the result.
+        let seen = std::cell::RefCell::new(Vec::new());
+        let refuse = |cbor: &[u8], _| {
+            seen.borrow_mut().extend_from_slice(cbor);
+            Err(ProtocolError::schema(crate::Rule::Pattern).at("b"))
+        };
+        let err = encode_json_frame(&value, &CodecOptions::default(), refuse).unwrap_err();
+        assert_eq!((err.rule(), err.path_string()), (crate::Rule::Pattern, "b".to_owned()));
+        assert_eq!(seen.borrow().as_slice(), &frame[4..]);
+    }
+}

@@ -349,3 +349,53 @@ impl Outbox {
         self.bytes.len() - self.written
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use pi_protocol_runtime::{ErrorKind, Rule};
+
+    use super::*;
+
+    fn encode_error() -> ProtocolError {
+        ProtocolError::new(ErrorKind::Encode, Rule::Pattern)
+    }
+
+    #[test]
+    fn close_reasons_violations_and_connection_errors_say_what_happened() {
+        let error = encode_error();
+        assert_eq!(CloseReason::Local.to_string(), "closed by the application");
+        assert_eq!(CloseReason::UnsupportedVersion(7).to_string(), "client offered unsupported version 7");
+        assert_eq!(
+            CloseReason::TransmitQueueFull { limit: 64 }.to_string(),
+            "more than 64 bytes would be waiting for the transport"
+        );
+        assert_eq!(
+            CloseReason::Violation(Violation::ExpectedHello).to_string(),
+            "protocol violation: the first frame must be hello"
+        );
+        assert_eq!(Violation::Decode(error.clone()).to_string(), error.to_string());
+        assert_eq!(Violation::UnexpectedHello.to_string(), "hello after the handshake");
+        assert_eq!(ConnectionError::NotReady.to_string(), "the handshake has not completed");
+        assert_eq!(ConnectionError::Encode(error.clone()).to_string(), format!("cannot encode: {error}"));
+    }
+
+    #[test]
+    fn the_sources_lead_to_the_codec_error() {
+        let error = encode_error();
+        let decode = Violation::Decode(error.clone());
+        let reason = CloseReason::Violation(decode.clone());
+        let violation = reason.source().and_then(|s| s.downcast_ref::<Violation>());
+        assert_eq!(violation, Some(&decode));
+        let codec = violation.and_then(|v| v.source()).and_then(|s| s.downcast_ref::<ProtocolError>());
+        assert_eq!(codec, Some(&error));
+        let encode = CloseReason::Encode(error.clone());
+        assert_eq!(encode.source().and_then(|s| s.downcast_ref::<ProtocolError>()), Some(&error));
+        let refused = ConnectionError::Encode(error.clone());
+        assert_eq!(refused.source().and_then(|s| s.downcast_ref::<ProtocolError>()), Some(&error));
+        assert!(CloseReason::Local.source().is_none());
+        assert!(Violation::ExpectedHello.source().is_none());
+        assert!(ConnectionError::Closed.source().is_none());
+    }
+}

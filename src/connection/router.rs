@@ -996,3 +996,47 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClientHello, ClientMessage, Payload, Request, RequestId, ServerHello, ServerTarget, SuccessResponse};
+
+    const HOME: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
+
+    #[test]
+    fn a_departed_client_with_nothing_pending_is_forgotten() {
+        let mut router = Router::new(ServerId::new(HOME).unwrap(), RouterOptions::default());
+        let waiting = router.add_client();
+        let ready = router.add_client();
+        router.client_message(ready, ClientMessage::Hello(ClientHello::new(8)));
+        assert_eq!(router.clients.len(), 2);
+        router.disconnect_client(ready);
+        assert_eq!(router.clients.keys().collect::<Vec<_>>(), [&waiting]);
+        router.disconnect_client(waiting);
+        assert!(router.clients.is_empty(), "no record of a client outlives it");
+    }
+
+    #[test]
+    fn a_departed_client_is_remembered_until_its_last_request_is_answered() {
+        let home = ServerId::new(HOME).unwrap();
+        let mut router = Router::new(home.clone(), RouterOptions::default());
+        let upstream = router.add_upstream();
+        router.upstream_message(upstream, ServerMessage::Hello(ServerHello::new(home.clone())));
+        let client = router.add_client();
+        router.client_message(client, ClientMessage::Hello(ClientHello::new(8)));
+        for id in ["1", "2"] {
+            let target = RpcTarget::Server(ServerTarget::new(home.clone()));
+            let request = Request::new(RequestId::new(id).unwrap(), target, Payload::null());
+            router.client_message(client, ClientMessage::Request(request));
+        }
+        router.disconnect_client(client);
+        assert!(router.clients.contains_key(&client), "two requests are still pending");
+        let answer =
+            |id: &str| ServerMessage::Response(Response::Success(SuccessResponse::new(RequestId::new(id).unwrap())));
+        router.upstream_message(upstream, answer("req-1"));
+        assert!(router.clients.contains_key(&client), "one request is still pending");
+        router.upstream_message(upstream, answer("req-2"));
+        assert!(!router.clients.contains_key(&client));
+    }
+}

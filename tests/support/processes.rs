@@ -36,8 +36,14 @@ pub fn build_examples(names: &[&str]) -> PathBuf {
         build.args(["--example", name]);
     }
     build.arg("--features").arg(features.join(",")).arg("--target-dir").arg(target_dir);
-    if profile_dir.file_name().is_some_and(|name| name == "release") {
-        build.arg("--release");
+    // The examples are built with the profile this test was built with: `debug` is the dev
+    // profile's directory, any other is named after its profile (`cargo xtask mutants` builds
+    // with `mutants`).
+    match profile_dir.file_name().and_then(|name| name.to_str()) {
+        Some("debug") | None => {}
+        Some(profile) => {
+            build.arg("--profile").arg(profile);
+        }
     }
     let status = build.status().expect("cargo runs");
     assert!(status.success(), "building the examples failed");

@@ -24,6 +24,10 @@
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
+//! - `mutants [--area A] [--package P] [--file F]... [--changed [BASE]] [--lines] [--re R]...
+//!   [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]`: mutation testing
+//!   with cargo-mutants, area by area; fails on a missed mutant not recorded as equivalent in
+//!   `docs/TESTING.md` unless `--report-only` (see `mutants.rs` and `docs/TESTING.md`).
 
 use std::process::ExitCode;
 
@@ -33,6 +37,7 @@ mod conformance;
 mod fuzz;
 mod growth;
 mod load;
+mod mutants;
 mod schema_diff;
 mod schema_guard;
 
@@ -40,6 +45,8 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
        cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
+       cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
+                           [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
        cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
 
   gen          regenerate src/generated/v8.rs from schema/pi-protocol.v8.json
@@ -62,6 +69,12 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
                package (node + npm) with 16, 256 and 1,000 connections, then a thousand faulty
                clients; report messages/s, latency, CPU and memory per connection, fail on any
                lost, duplicated or misrouted message (--short: CI's pass, debug build, ~30 s)
+  mutants      mutation testing of the runtime, the connection layer, the derive and the
+               generator (areas runtime, connection, derive, gen), tier by tier; --file and
+               --changed [BASE] (default main) scope it to files, --lines to changed lines,
+               --re and --shard K/N narrow it, --max-seconds bounds it,
+               --report-only never fails; otherwise fails on a missed mutant that docs/TESTING.md does
+               not record as equivalent (needs cargo mutants: see docs/TESTING.md)
   schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
                what the change from schema OLD to NEW breaks, by message type and direction
                (pi-protocol schema diff); exit status 1 when a required direction breaks";
@@ -78,6 +91,7 @@ fn main() -> ExitCode {
         ["bench-reference", rest @ ..] => bench_reference::run(rest),
         ["fuzz", rest @ ..] => fuzz::run(rest),
         ["load", rest @ ..] => load::run(rest),
+        ["mutants", rest @ ..] => mutants::run(rest),
         ["schema-diff", rest @ ..] => return schema_diff::run(rest),
         [] | ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
