@@ -2,20 +2,25 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 fn capture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/captures").join(name)
 }
 
-fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
+/// The CLI started with `args`, its stdout and stderr piped, its stdin piped or empty.
+fn spawn(args: &[&str], stdin: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
         .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the binary runs");
+        .expect("the binary runs")
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = spawn(args, if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     if let Some(input) = stdin {
         // The command may stop reading early (at a bad frame): a broken pipe is expected then.
         let _ = child.stdin.take().unwrap().write_all(input);
@@ -219,13 +224,7 @@ fn a_reader_that_stops_early_ends_the_run_quietly() {
     let session = std::fs::read(capture("session-server.bin")).unwrap();
     let stream = session.repeat(400);
     for args in [&["decode", "--side", "server"][..], &["inspect", "--side", "server", "--no-diag"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary runs");
+        let mut child = spawn(args, Stdio::piped());
         let mut stdin = child.stdin.take().unwrap();
         let input = stream.clone();
         // The command may stop reading once its output is gone: a broken pipe is expected here.
