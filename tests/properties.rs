@@ -196,6 +196,14 @@ fn in_javascript_order(value: &Value) -> bool {
     serde_json::to_string(&ordered).unwrap() == serde_json::to_string(value).unwrap()
 }
 
+#[test]
+fn javascript_key_order_reaches_objects_in_arrays_and_objects() {
+    // Index-like keys first, ascending, the others in their order: at every depth.
+    let mut value: Value = serde_json::from_str(r#"[{"b":1,"1":2},{"x":{"z":0,"10":1,"2":2}}]"#).unwrap();
+    to_javascript_key_order(&mut value);
+    assert_eq!(serde_json::to_string(&value).unwrap(), r#"[{"1":2,"b":1},{"x":{"2":2,"10":1,"z":0}}]"#);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 

@@ -398,4 +398,84 @@ mod tests {
         assert!(Violation::ExpectedHello.source().is_none());
         assert!(ConnectionError::Closed.source().is_none());
     }
+
+    /// A response frame carrying a text result of `len` bytes.
+    fn response(len: usize) -> crate::ServerMessage {
+        let result = crate::Payload::from_value(&serde_json::Value::String("r".repeat(len))).expect("a payload");
+        crate::Response::success(RequestId::new("a").expect("an id"), Some(result)).into()
+    }
+
+    fn frame(len: usize) -> Vec<u8> {
+        pi_protocol_runtime::encode_message(&response(len), &CodecOptions::default()).expect("encodes")
+    }
+
+    #[test]
+    fn the_default_transmit_cap_is_four_frames_of_the_default_frame_limit() {
+        assert_eq!(DEFAULT_MAX_PENDING_TRANSMIT, 64 << 20);
+        assert_eq!(DEFAULT_MAX_PENDING_TRANSMIT, 4 * pi_protocol_runtime::DEFAULT_MAX_FRAME_LENGTH as usize);
+    }
+
+    #[test]
+    fn an_outbox_holds_its_frames_in_order_until_written() {
+        let options = CodecOptions::default();
+        let mut outbox = Outbox::new(1 << 20);
+        assert_eq!(outbox.pending(), b"");
+        outbox.queue(&response(10), &options).expect("queued");
+        outbox.queue(&response(20), &options).expect("queued");
+        let both = [frame(10), frame(20)].concat();
+        assert_eq!(outbox.pending(), &both[..]);
+        outbox.advance(3);
+        assert_eq!(outbox.pending(), &both[3..]);
+        assert_eq!(outbox.len(), both.len() - 3);
+        assert_eq!(outbox.take().as_deref(), Some(&both[3..]));
+        assert_eq!(outbox.take(), None);
+    }
+
+    #[test]
+    fn written_bytes_are_dropped_once_they_are_half_the_buffer() {
+        let options = CodecOptions::default();
+        let (first, second) = (frame(100), frame(30));
+        // Less than half written: queuing keeps the buffer as it is.
+        let mut outbox = Outbox::new(1 << 20);
+        outbox.queue(&response(100), &options).expect("queued");
+        outbox.advance(first.len() / 2 - 1);
+        outbox.queue(&response(30), &options).expect("queued");
+        assert_eq!((outbox.written, outbox.bytes.len()), (first.len() / 2 - 1, first.len() + second.len()));
+        // Half written: the written bytes go before the next frame is appended.
+        let mut outbox = Outbox::new(1 << 20);
+        outbox.queue(&response(100), &options).expect("queued");
+        let half = first.len().div_ceil(2);
+        outbox.advance(half);
+        outbox.queue(&response(30), &options).expect("queued");
+        assert_eq!(outbox.written, 0);
+        assert_eq!(outbox.bytes, [&first[half..], &second[..]].concat());
+    }
+
+    #[test]
+    fn a_written_outbox_keeps_a_small_buffer_and_frees_a_large_one() {
+        let options = CodecOptions::default();
+        let mut outbox = Outbox::new(1 << 20);
+        outbox.queue(&response(2_000), &options).expect("queued");
+        let capacity = outbox.bytes.capacity();
+        assert!((2_000..=KEPT_OUTBOX_CAPACITY).contains(&capacity), "{capacity}");
+        outbox.advance(outbox.len());
+        assert_eq!(outbox.bytes.capacity(), capacity, "kept for the next frames");
+        outbox.queue(&response(KEPT_OUTBOX_CAPACITY), &options).expect("queued");
+        outbox.advance(outbox.len());
+        assert_eq!(outbox.bytes.capacity(), 0, "freed");
+        assert_eq!(KEPT_OUTBOX_CAPACITY, 4_096);
+    }
+
+    #[test]
+    fn a_frame_past_the_cap_is_not_queued() {
+        let options = CodecOptions::default();
+        let mut outbox = Outbox::new(frame(10).len() * 2);
+        outbox.queue(&response(10), &options).expect("queued");
+        outbox.queue(&response(10), &options).expect("queued: exactly at the cap");
+        match outbox.queue(&response(10), &options) {
+            Err(QueueError::Full { limit }) => assert_eq!(limit, frame(10).len() * 2),
+            other => panic!("expected Full, got {other:?}"),
+        }
+        assert_eq!(outbox.pending(), &[frame(10), frame(10)].concat()[..]);
+    }
 }
