@@ -1045,6 +1045,23 @@ fn client_not_read_by_its_server_closes_at_the_transmit_cap() {
 }
 
 #[test]
+fn a_client_written_in_place_hands_its_frames_over_in_order() {
+    let mut client = ClientConnection::new(ClientOptions::default());
+    let hello = hello_frame(8);
+    assert_eq!(client.pending_transmit(), &hello[..]);
+    client.advance_transmit(5);
+    assert_eq!(client.pending_transmit(), &hello[5..]);
+    client.receive(&server_hello());
+    client_events(&mut client);
+    let id = client.request(CallTarget::Server, Payload::null()).unwrap();
+    let request = request_frame(id.as_str(), server_target(), Payload::null());
+    assert_eq!(client.pending_transmit(), &[&hello[5..], &request[..]].concat()[..]);
+    client.advance_transmit(client.pending_transmit_len());
+    assert_eq!(client.pending_transmit(), b"");
+    assert_eq!(client.poll_transmit(), None);
+}
+
+#[test]
 fn client_whose_output_is_drained_never_reaches_the_cap() {
     let request = request_frame("req-1", server_target(), Payload::null()).len();
     let mut client = ClientConnection::new(ClientOptions::default().max_pending_transmit(hello_frame(8).len()));

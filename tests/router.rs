@@ -655,6 +655,30 @@ fn rule7_a_departing_client_route_is_released_once_its_calls_there_settled() {
 }
 
 #[test]
+fn rule7_a_departing_client_with_nothing_pending_has_its_route_released_at_once() {
+    let mut h = Harness::new();
+    let (a, b) = (h.shared(A), h.shared(B));
+    let (holder, other) = (h.client(), h.client());
+    h.send(other, request("attach", server_target(B), call("attach", json!(["s-2"]))));
+    h.receive(b, attachment(Some(route(B, "att-2"))));
+    h.receive(b, success("req-1", None));
+    h.send(holder, request("attach", server_target(A), call("attach", json!(["s-1"]))));
+    h.receive(a, attachment(Some(route(A, "att-1"))));
+    h.receive(a, success("req-1", None));
+    h.transmits();
+    h.events();
+    h.router.disconnect_client(holder);
+    assert_eq!(
+        h.events(),
+        vec![
+            RouterEvent::ClientClosed { client: holder, reason: CloseReason::Local },
+            RouterEvent::Release { upstream: a, route: route(A, "att-1") },
+        ],
+        "only the departing client's own route, and at once"
+    );
+}
+
+#[test]
 fn rule7_an_attach_answered_after_its_client_left_is_released_at_once() {
     let mut h = Harness::new();
     let upstream = h.shared(A);

@@ -464,6 +464,11 @@ mod tests {
         outbox.advance(outbox.len());
         assert_eq!(outbox.bytes.capacity(), 0, "freed");
         assert_eq!(KEPT_OUTBOX_CAPACITY, 4_096);
+        // A buffer of exactly the kept capacity is kept.
+        outbox.bytes = Vec::with_capacity(KEPT_OUTBOX_CAPACITY);
+        outbox.queue(&response(10), &options).expect("queued");
+        outbox.advance(outbox.len());
+        assert_eq!(outbox.bytes.capacity(), KEPT_OUTBOX_CAPACITY, "kept at the bound");
     }
 
     #[test]
