@@ -711,6 +711,26 @@ fn rule7_a_departing_client_closes_its_dedicated_upstreams() {
     assert_eq!(h.router.upstream_server_id(a), None);
 }
 
+#[test]
+fn rule9_a_dedicated_upstream_that_departs_leaves_its_client_the_others() {
+    let mut h = Harness::new();
+    let client = h.client();
+    let (a, b) = (h.dedicated(client, A), h.dedicated(client, B));
+    h.router.disconnect_upstream(a);
+    h.events();
+    // The client still reaches B through its own upstream, and B closes with the client.
+    h.send(client, request("1", server_target(B), Payload::null()));
+    assert_eq!(h.router.upstream_in_flight_len(b), 1);
+    h.router.disconnect_client(client);
+    assert_eq!(
+        h.events(),
+        vec![
+            RouterEvent::ClientClosed { client, reason: CloseReason::Local },
+            RouterEvent::UpstreamClosed { upstream: b, reason: CloseReason::Local, failed: 0 },
+        ]
+    );
+}
+
 /// A router with `inspector`, one shared upstream on which a client subscribed to `sub-1` and
 /// then left, and another client.
 fn departed_subscriber(inspector: impl CallInspector + 'static) -> (Harness, UpstreamKey, ClientKey) {
