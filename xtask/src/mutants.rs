@@ -168,6 +168,7 @@ const AREAS: &[Area] = &[
                     "--all-features",
                     "--lib",
                     "--test=connection",
+                    "--test=connection_buffers",
                     "--test=connection_capture",
                     "--test=connection_fuzz_inputs",
                     "--test=router",
@@ -183,6 +184,7 @@ const AREAS: &[Area] = &[
                 cargo_args: &[
                     "--all-features",
                     "--test=io_transports",
+                    "--test=driver",
                     "--test=capture_transports",
                     "--test=router_example",
                 ],
