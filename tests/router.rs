@@ -360,6 +360,21 @@ fn rule2_a_dedicated_upstream_serves_only_its_client_ahead_of_the_shared_one() {
     assert!(h.router.add_dedicated_upstream(other).is_err(), "no dedicated upstream for a closed client");
 }
 
+#[test]
+fn rule9_when_a_dedicated_upstream_departs_its_client_falls_back_to_the_shared_one() {
+    let mut h = Harness::new();
+    let shared = h.shared(A);
+    let client = h.client();
+    let dedicated = h.dedicated(client, A);
+    h.router.disconnect_upstream(dedicated);
+    h.events();
+    let call = Payload::null();
+    assert_eq!(
+        h.send(client, request("m", server_target(A), call.clone())),
+        vec![to_upstream(shared, request("req-1", server_target(A), call))]
+    );
+}
+
 // ---- Rule 3: routing.
 
 #[test]
