@@ -15,9 +15,15 @@ use pi_protocol_gen::Model;
 use serde_json::Value;
 pub use verdicts::*;
 
-/// A path in the repository.
+/// A path in the repository: the test crate including this file may sit at any depth below its
+/// root (the nearest folder above the crate that holds `schema/pi-protocol.v8.json`).
 pub fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(relative)
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_dir
+        .ancestors()
+        .find(|dir| dir.join("schema/pi-protocol.v8.json").is_file())
+        .expect("the repository root above the test crate");
+    root.join(relative)
 }
 
 /// A file of the repository.

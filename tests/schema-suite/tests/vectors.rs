@@ -8,70 +8,14 @@
 //! the same error (kind, rule, field path, offset) at the same place, the same canonical
 //! re-encoding of every message.
 
-#[path = "../../../pi-protocol-gen/tests/support/verdicts.rs"]
-mod verdicts;
-
-use std::path::Path;
+#[path = "../../../pi-protocol-gen/tests/support/mod.rs"]
+mod support;
 
 use pi_protocol::runtime::wire_json::wire_cbor;
 use pi_protocol::runtime::{CodecOptions, Decode, Encode, MessageDecoder};
+use pi_protocol_gen::model::Side;
 use pi_protocol_schema_suite::{OwnV8, ReferenceV8, Schema};
-use serde_json::Value;
-use verdicts::{typed_stream, Verdict};
-
-/// One recorded decode case: its name, the side that sent it, the stream, its options.
-struct Case {
-    name: String,
-    server: bool,
-    stream: Vec<u8>,
-    options: CodecOptions,
-}
-
-fn repository(relative: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
-}
-
-/// Every decode case of the three vector files, and every capture.
-fn cases() -> Vec<Case> {
-    let mut out = Vec::new();
-    for file in ["vectors.jsonl", "rfc8949-examples.jsonl", "regressions.jsonl"] {
-        let path = repository(&format!("tests/vectors/{file}"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-        for line in text.lines().filter(|line| !line.trim().is_empty()) {
-            let case: Value = serde_json::from_str(line).expect("a JSON line");
-            let request = &case["request"];
-            if request["op"] != "decode" {
-                continue;
-            }
-            let options = match request["maxFrameLength"].as_u64() {
-                None => CodecOptions::new(),
-                // A limit the codec refuses to be configured with is not a decode case here.
-                Some(limit) => match CodecOptions::new().max_frame_length(limit) {
-                    Ok(options) => options,
-                    Err(_) => continue,
-                },
-            };
-            let stream = request["chunks"]
-                .as_array()
-                .expect("chunks")
-                .iter()
-                .flat_map(|chunk| hex::decode(chunk.as_str().expect("hex chunk")).expect("hex"))
-                .collect();
-            let name = case["id"].as_str().expect("id").to_owned();
-            out.push(Case { name, server: request["side"] == "server", stream, options });
-        }
-    }
-    for capture in ["session-client", "session-server"] {
-        let stream = std::fs::read(repository(&format!("tests/captures/{capture}.bin"))).expect("capture");
-        out.push(Case {
-            name: capture.to_owned(),
-            server: capture.ends_with("server"),
-            stream,
-            options: CodecOptions::new(),
-        });
-    }
-    out
-}
+use support::{recorded_streams, typed_stream, Recorded, Verdict};
 
 /// The canonical re-encodings of the messages of `stream`, in order.
 fn re_encoded<T: for<'de> Decode<'de> + Encode>(stream: &[u8], options: &CodecOptions) -> Vec<Vec<u8>> {
@@ -81,15 +25,14 @@ fn re_encoded<T: for<'de> Decode<'de> + Encode>(stream: &[u8], options: &CodecOp
 /// What a message type makes of a case: its verdicts and its re-encodings.
 type Reading = (Vec<Verdict>, Vec<Vec<u8>>);
 
-fn reading<C, S>(case: &Case) -> Reading
+fn reading<C, S>(case: &Recorded) -> Reading
 where
     C: for<'de> Decode<'de> + Encode,
     S: for<'de> Decode<'de> + Encode,
 {
-    if case.server {
-        (typed_stream::<S>(&case.stream, &case.options), re_encoded::<S>(&case.stream, &case.options))
-    } else {
-        (typed_stream::<C>(&case.stream, &case.options), re_encoded::<C>(&case.stream, &case.options))
+    match case.side {
+        Side::Server => (typed_stream::<S>(&case.stream, &case.options), re_encoded::<S>(&case.stream, &case.options)),
+        Side::Client => (typed_stream::<C>(&case.stream, &case.options), re_encoded::<C>(&case.stream, &case.options)),
     }
 }
 
@@ -101,7 +44,7 @@ where
     G::ServerMessage: Encode,
 {
     let (mut messages, mut errors) = (0, 0);
-    let all = cases();
+    let all = recorded_streams();
     assert!(all.len() > 700, "the vectors are all there: {} cases", all.len());
     for case in &all {
         let facade = reading::<pi_protocol::ClientMessage, pi_protocol::ServerMessage>(case);
