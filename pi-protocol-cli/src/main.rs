@@ -142,7 +142,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(failure) if failure.status == 0 => ExitCode::SUCCESS,
+        Err(failure) if failure.is_quiet() => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("pi-protocol: {}", failure.message);
             if let Some(hint) = &failure.hint {
@@ -171,6 +171,16 @@ impl Failure {
     /// Invalid input, or a requirement that does not hold: exit status 1.
     fn input(message: impl Into<String>) -> Failure {
         Failure { status: 1, message: message.into(), hint: None }
+    }
+
+    /// The reader of the output went away: the run stops with status 0 and prints nothing.
+    fn output_closed() -> Failure {
+        Failure { status: 0, message: String::new(), hint: None }
+    }
+
+    /// Whether the run stops quietly and successfully (see [`Failure::output_closed`]).
+    fn is_quiet(&self) -> bool {
+        self.status == 0
     }
 
     /// The same failure, with a line about its likely cause.
@@ -206,7 +216,7 @@ fn describe(error: &ProtocolError) -> String {
 /// ends the run quietly and successfully, as it ends any filter: nothing is left to do.
 fn io_failure(e: io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
-        return Failure { status: 0, message: String::new(), hint: None };
+        return Failure::output_closed();
     }
     Failure::input(format!("I/O error: {e}"))
 }
