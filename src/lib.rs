@@ -88,6 +88,9 @@ mod generated {
 }
 pub mod connection;
 pub mod io;
+/// Chord's wire grammar and Delta replicated state (feature `chord`): the `pi-chord` crate.
+#[cfg(feature = "chord")]
+pub use pi_chord as chord;
 mod json;
 mod messages;
 mod serde_impls;
@@ -95,7 +98,7 @@ mod shared;
 
 pub use connection::{
     CallTarget, ClientConnection, ClientEvent, ClientOptions, CloseReason, ConnectionError, FenceReason, Router,
-    RouterEvent, RouterOptions, ServerConnection, ServerEvent, ServerOptions, Violation,
+    RouterEvent, RouterOptions, ServerConnection, ServerEvent, ServerOptions, TransportError, Violation,
 };
 pub use generated::v8::*;
 pub use json::{

@@ -274,7 +274,7 @@ async fn the_end_waits_for_admitted_requests_and_sends_nothing_after_closing() {
     let mut driver = ServerDriver::new(server_io, server_connection());
     assert_eq!(driver.next_event().await, Some(ServerEvent::Ready));
     let Some(ServerEvent::Request(held)) = driver.next_event().await else { panic!("a request") };
-    assert_eq!(driver.next_event().await, Some(ServerEvent::Closing { reason: CloseReason::Local }));
+    assert_eq!(driver.next_event().await, Some(ServerEvent::Closing { reason: CloseReason::PeerClosed }));
     // Nothing happens while the request is held.
     assert!(tokio::time::timeout(Duration::from_millis(50), driver.next_event()).await.is_err());
     driver.connection_mut().respond(&held.id, Ok(None)).unwrap();
@@ -323,7 +323,10 @@ async fn a_write_error_ends_the_connection_and_drops_what_was_queued() {
     assert_eq!(driver.next_event().await, Some(ServerEvent::Ready));
     let Some(ServerEvent::Request(request)) = driver.next_event().await else { panic!("a request") };
     // Writing the hello fails once the events of the read are out.
-    assert_eq!(driver.next_event().await, Some(ServerEvent::Closing { reason: CloseReason::Local }));
+    let Some(ServerEvent::Closing { reason: CloseReason::Transport(failure) }) = driver.next_event().await else {
+        panic!("a transport failure")
+    };
+    assert_eq!(failure.kind(), io::ErrorKind::BrokenPipe);
     assert_eq!(driver.io_error().map(io::Error::kind), Some(io::ErrorKind::BrokenPipe));
     assert_eq!(driver.connection().pending_transmit_len(), 0, "the queued hello was dropped");
     driver.connection_mut().respond(&request.id, Ok(None)).unwrap();
@@ -348,7 +351,42 @@ async fn a_client_driver_reports_the_servers_end() {
     server.await.unwrap();
     assert_eq!(
         client.next_event().await,
-        Some(ClientEvent::Closed { reason: CloseReason::Local, unsettled: vec![id] })
+        Some(ClientEvent::Closed { reason: CloseReason::PeerClosed, unsettled: vec![id] })
     );
     assert_eq!(client.next_event().await, None);
+}
+
+/// The far end of a client's stream says hello and hangs up: the client reports the peer's
+/// hang-up, not a close of its own.
+#[tokio::test]
+async fn a_peer_that_hangs_up_is_not_a_local_close() {
+    let (client_io, mut far) = tokio::io::duplex(4096);
+    let hello =
+        pi_protocol::encode_server_message(&ServerMessage::from(pi_protocol::ServerHello::new(server_id()))).unwrap();
+    far.write_all(&hello).await.unwrap();
+    far.shutdown().await.unwrap(); // end of stream; the far end still reads
+    let mut client = ClientDriver::new(client_io, ClientConnection::new(ClientOptions::default()));
+    assert!(matches!(client.next_event().await, Some(ClientEvent::Ready { .. })));
+    assert_eq!(
+        client.next_event().await,
+        Some(ClientEvent::Closed { reason: CloseReason::PeerClosed, unsettled: vec![] })
+    );
+    assert!(client.io_error().is_none());
+    assert_eq!(client.next_event().await, None);
+}
+
+/// The same on the server side, and an application's own close stays `Local`.
+#[tokio::test]
+async fn the_server_tells_a_hang_up_from_its_own_disconnect() {
+    let (mut far, server_io) = tokio::io::duplex(4096);
+    far.write_all(&hello()).await.unwrap();
+    far.shutdown().await.unwrap(); // end of stream; the far end still reads
+    let mut driver = ServerDriver::new(server_io, server_connection());
+    assert_eq!(driver.next_event().await, Some(ServerEvent::Ready));
+    assert_eq!(driver.next_event().await, Some(ServerEvent::Closing { reason: CloseReason::PeerClosed }));
+
+    let (_far, server_io) = tokio::io::duplex(4096);
+    let mut driver = ServerDriver::new(server_io, server_connection());
+    driver.connection_mut().disconnect();
+    assert_eq!(driver.next_event().await, Some(ServerEvent::Closing { reason: CloseReason::Local }));
 }

@@ -370,10 +370,26 @@ impl ClientConnection {
     /// frame), since that partial frame is discarded. Later calls do nothing. Bytes already
     /// queued stay available from [`poll_transmit`](Self::poll_transmit).
     pub fn close(&mut self) {
+        self.end_stream(CloseReason::Local);
+    }
+
+    /// The peer ended the stream (end of file): closes as [`close`](Self::close) does, with
+    /// [`CloseReason::PeerClosed`] (or the truncated frame's violation).
+    pub fn peer_closed(&mut self) {
+        self.end_stream(CloseReason::PeerClosed);
+    }
+
+    /// The transport failed with `error`: closes as [`close`](Self::close) does, with
+    /// [`CloseReason::Transport`] (or the truncated frame's violation).
+    pub fn transport_failed(&mut self, error: &std::io::Error) {
+        self.end_stream(CloseReason::Transport(super::TransportError::new(error)));
+    }
+
+    fn end_stream(&mut self, clean: CloseReason) {
         if self.state == State::Closed {
             return;
         }
-        let reason = super::local_close_reason(self.inbox.end());
+        let reason = super::end_of_stream_reason(self.inbox.end(), clean);
         self.close_with(reason);
     }
 

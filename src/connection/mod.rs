@@ -104,6 +104,13 @@ pub enum CloseReason {
     /// between two frames. Closing while a frame is only partly received is a
     /// [`Violation::Decode`] with the `Frame`/`TruncatedFrame` error instead.
     Local,
+    /// The peer ended the stream between two frames (end of file on the socket):
+    /// [`ClientConnection::peer_closed`], [`ServerConnection::peer_closed`]. A stream that ends
+    /// inside a frame is a [`Violation::Decode`] instead.
+    PeerClosed,
+    /// The transport failed (a read, write, flush or shutdown error):
+    /// [`ClientConnection::transport_failed`], [`ServerConnection::transport_failed`].
+    Transport(TransportError),
     /// Client side: the server answered `hello` with `hello_error` carrying this error.
     Rejected(ErrorBody),
     /// Server side: the client offered this protocol version, which the server does not speak;
@@ -127,6 +134,8 @@ impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CloseReason::Local => f.write_str("closed by the application"),
+            CloseReason::PeerClosed => f.write_str("the peer closed the connection"),
+            CloseReason::Transport(error) => write!(f, "the transport failed: {error}"),
             CloseReason::Rejected(error) => write!(f, "handshake rejected by the server ({})", error.code.as_str()),
             CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
             CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
@@ -143,16 +152,52 @@ impl std::error::Error for CloseReason {
         match self {
             CloseReason::Violation(violation) => Some(violation),
             CloseReason::Encode(error) => Some(error),
+            CloseReason::Transport(error) => Some(error),
             _ => None,
         }
     }
 }
 
-/// Why a connection the application closes stops: [`CloseReason::Local`], unless `end` (the
-/// decoder's verdict on the stream received so far) says the peer stopped inside a frame.
-fn local_close_reason(end: Result<(), ProtocolError>) -> CloseReason {
+/// How the transport under a connection failed, as [`CloseReason::Transport`] carries it: the
+/// I/O error's kind and text (a sans-IO connection keeps no `std::io::Error`, which is neither
+/// `Clone` nor `Eq`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportError {
+    kind: std::io::ErrorKind,
+    message: String,
+}
+
+impl TransportError {
+    /// The kind and text of `error`.
+    pub fn new(error: &std::io::Error) -> Self {
+        TransportError { kind: error.kind(), message: error.to_string() }
+    }
+
+    /// The I/O error's kind.
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.kind
+    }
+
+    /// The I/O error's text.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+/// Why a connection whose stream ends stops: `clean` (the application's close, the peer's
+/// hang-up, a transport failure), unless `end` (the decoder's verdict on the stream received so
+/// far) says the stream stopped inside a frame.
+fn end_of_stream_reason(end: Result<(), ProtocolError>, clean: CloseReason) -> CloseReason {
     match end {
-        Ok(()) => CloseReason::Local,
+        Ok(()) => clean,
         Err(error) => CloseReason::Violation(Violation::Decode(error)),
     }
 }

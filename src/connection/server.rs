@@ -468,10 +468,26 @@ impl ServerConnection {
     /// admitted request has been settled with [`respond`](Self::respond) — at once if none is
     /// in flight.
     pub fn disconnect(&mut self) {
+        self.end_stream(CloseReason::Local);
+    }
+
+    /// The client ended the stream (end of file): stops as [`disconnect`](Self::disconnect)
+    /// does, with [`CloseReason::PeerClosed`] (or the truncated frame's violation).
+    pub fn peer_closed(&mut self) {
+        self.end_stream(CloseReason::PeerClosed);
+    }
+
+    /// The transport failed with `error`: stops as [`disconnect`](Self::disconnect) does, with
+    /// [`CloseReason::Transport`] (or the truncated frame's violation).
+    pub fn transport_failed(&mut self, error: &std::io::Error) {
+        self.end_stream(CloseReason::Transport(super::TransportError::new(error)));
+    }
+
+    fn end_stream(&mut self, clean: CloseReason) {
         if !self.reading() {
             return;
         }
-        let reason = super::local_close_reason(self.inbox.end());
+        let reason = super::end_of_stream_reason(self.inbox.end(), clean);
         self.begin_close(reason);
     }
 

@@ -68,8 +68,10 @@ mod sealed {
         fn transmit(&self) -> &[u8];
         fn transmitted(&mut self, written: usize);
         fn transmit_len(&self) -> usize;
-        /// The transport ended (end of stream, or an I/O error).
-        fn transport_ended(&mut self);
+        /// The peer ended the stream.
+        fn peer_closed(&mut self);
+        /// The transport failed.
+        fn transport_failed(&mut self, error: &std::io::Error);
         /// Whether the connection still takes bytes.
         fn takes_bytes(&self) -> bool;
         /// Whether the connection reported its last event.
@@ -86,10 +88,9 @@ impl Endpoint for ServerConnection {}
 impl Endpoint for ClientConnection {}
 
 /// `sealed::Ops` for a connection type: both have the same inherent methods under the same
-/// names; they differ in what the end of the transport does (`$ended`) and in whether they
-/// still take bytes (`$takes_bytes`).
+/// names; they differ only in whether they still take bytes (`$takes_bytes`).
 macro_rules! ops {
-    ($connection:ty, $event:ty, ended: $ended:ident, takes_bytes: |$this:ident| $takes_bytes:expr) => {
+    ($connection:ty, $event:ty, takes_bytes: |$this:ident| $takes_bytes:expr) => {
         impl sealed::Ops for $connection {
             type Event = $event;
             fn next_event(&mut self) -> Option<$event> {
@@ -107,8 +108,11 @@ macro_rules! ops {
             fn transmit_len(&self) -> usize {
                 self.pending_transmit_len()
             }
-            fn transport_ended(&mut self) {
-                self.$ended();
+            fn peer_closed(&mut self) {
+                self.peer_closed();
+            }
+            fn transport_failed(&mut self, error: &std::io::Error) {
+                self.transport_failed(error);
             }
             fn takes_bytes(&self) -> bool {
                 let $this = self;
@@ -121,8 +125,8 @@ macro_rules! ops {
     };
 }
 
-ops!(ServerConnection, ServerEvent, ended: disconnect, takes_bytes: |connection| connection.reading());
-ops!(ClientConnection, ClientEvent, ended: close, takes_bytes: |connection| !connection.is_closed());
+ops!(ServerConnection, ServerEvent, takes_bytes: |connection| connection.reading());
+ops!(ClientConnection, ClientEvent, takes_bytes: |connection| !connection.is_closed());
 
 /// Runs one sans-IO connection over a byte stream `IO` (a `TcpStream`, a `UnixStream`, one end
 /// of `tokio::io::duplex`, a TLS stream...): it reads the stream into the connection, writes what
@@ -138,9 +142,12 @@ ops!(ClientConnection, ClientEvent, ended: close, takes_bytes: |connection| !con
 ///
 /// - **Reading.** One read asks for at most [`DriverOptions::read_chunk`] bytes, into a buffer
 ///   whose frames' payloads the messages then share (`receive_shared`): no payload beyond 46
-///   bytes is copied, no buffer is allocated per message. The end of the stream or a read error
-///   ends the connection ([`ServerConnection::disconnect`], [`ClientConnection::close`]), which
-///   reports it as an event (a stream that stops inside a frame is a violation, see there).
+///   bytes is copied, no buffer is allocated per message. The end of the stream ends the
+///   connection with [`CloseReason::PeerClosed`](crate::CloseReason::PeerClosed), a read error
+///   with [`CloseReason::Transport`](crate::CloseReason::Transport) (`peer_closed`,
+///   `transport_failed`), which it reports as an event (a stream that stops inside a frame is a
+///   violation, see there); [`CloseReason::Local`](crate::CloseReason::Local) is the
+///   application's own `close` or `disconnect` alone.
 /// - **Writing.** The connection queues whole frames in one buffer; the driver writes that
 ///   buffer in place, once every event of the bytes read so far has been handed out, so the
 ///   answers to a burst of requests leave in one write. Reading pauses while
@@ -324,7 +331,7 @@ where
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(0)) => {
                     self.read_ended = true;
-                    self.connection.transport_ended();
+                    self.connection.peer_closed();
                 }
                 Poll::Ready(Ok(_)) => {
                     let chunk: Bytes = self.read_buf.split().freeze();
@@ -401,10 +408,10 @@ where
     /// The stream failed: nothing more is read or written, what was queued is dropped, and the
     /// connection ends.
     fn fail(&mut self, error: io::Error) {
+        self.connection.transport_failed(&error);
         self.note(Some(error));
         self.read_ended = true;
         self.write_failed = true;
-        self.connection.transport_ended();
         let queued = self.connection.transmit_len();
         self.connection.transmitted(queued);
     }

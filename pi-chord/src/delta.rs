@@ -1,0 +1,1 @@
+//! Delta: replicated state as batches of path operations.

@@ -1,0 +1,1 @@
+//! Chord's wire grammar: service calls, control calls, catalogues, snapshots and updates.
