@@ -26,6 +26,8 @@
 mod blocking;
 #[cfg(feature = "tokio")]
 mod tokio;
+#[cfg(unix)]
+pub mod unix;
 
 #[cfg(feature = "tokio")]
 pub use self::tokio::{
