@@ -34,6 +34,11 @@ pub struct ClientOptions {
     /// bound. Set it with [`max_pending_transmit`](Self::max_pending_transmit); see there for
     /// what happens when it is reached.
     pub max_pending_transmit: usize,
+    /// The logical server the client means to reach (default `None`: any). When set, a `hello`
+    /// naming another `serverId` closes the connection with [`CloseReason::ServerIdMismatch`]
+    /// before anything but `hello` was sent, as the real pi-client does: the server behind a
+    /// socket named `<serverId>.sock` must be that server.
+    pub expected_server_id: Option<ServerId>,
 }
 
 option_setters! {
@@ -60,6 +65,16 @@ option_setters! {
         /// assert_eq!(options.max_pending_transmit, 1 << 20);
         /// ```
         max_pending_transmit: usize;
+        /// Sets [`expected_server_id`](Self::expected_server_id).
+        ///
+        /// ```
+        /// use pi_protocol::{connection::ClientOptions, ServerId};
+        /// let id = ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?;
+        /// let options = ClientOptions::default().expected_server_id(Some(id.clone()));
+        /// assert_eq!(options.expected_server_id, Some(id));
+        /// # Ok::<(), pi_protocol::ProtocolError>(())
+        /// ```
+        expected_server_id: Option<ServerId>;
     }
 }
 
@@ -85,6 +100,7 @@ impl Default for ClientOptions {
             version: PROTOCOL_VERSION,
             request_id_prefix: DEFAULT_REQUEST_ID_PREFIX.to_owned(),
             max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
+            expected_server_id: None,
         }
     }
 }
@@ -125,8 +141,8 @@ pub enum ClientEvent {
     },
     /// An `attachment` message replaced the current Session route (`None`: no route now).
     ///
-    /// The route is taken as published; its `serverId` is not compared with the handshake's
-    /// (the server fences what it does not own).
+    /// A route naming another server than the handshake's is not taken: the connection closes
+    /// with [`Violation::ForeignAttachment`].
     Attachment {
         /// The new current route.
         route: Option<SessionTarget>,
@@ -168,7 +184,12 @@ enum State {
 /// Rules (see the [module docs](super)): the `hello` frame is queued at construction and nothing
 /// else is sent before the server's `hello`; ids are fresh for the connection's life; a session
 /// call uses the route of the last `attachment` message; a response settles exactly one pending
-/// request; a bad or unexpected frame closes the connection with [`CloseReason::Violation`].
+/// request; a bad or unexpected frame closes the connection with [`CloseReason::Violation`]. As
+/// the real pi-client, it checks the server: a `hello` naming another server than
+/// [`ClientOptions::expected_server_id`] closes with [`CloseReason::ServerIdMismatch`], an
+/// `attachment` naming another server than the handshake's is [`Violation::ForeignAttachment`],
+/// and a `hello_error` after the handshake closes with [`CloseReason::HelloError`] holding the
+/// server's code and message.
 ///
 /// ```
 /// use pi_protocol::connection::{CallTarget, ClientConnection, ClientOptions, ConnectionError};
@@ -239,6 +260,13 @@ impl ClientConnection {
     fn handle(&mut self, message: ServerMessage) {
         match (&self.state, message) {
             (State::AwaitingHello, ServerMessage::Hello(hello)) => {
+                if let Some(expected) = &self.options.expected_server_id {
+                    if *expected != hello.server_id {
+                        let expected = expected.clone();
+                        self.close_with(CloseReason::ServerIdMismatch { expected, actual: hello.server_id });
+                        return;
+                    }
+                }
                 self.state = State::Ready(hello.server_id.clone());
                 self.events.push_back(ClientEvent::Ready { server_id: hello.server_id });
             }
@@ -249,9 +277,7 @@ impl ClientConnection {
             (State::Ready(_), ServerMessage::Hello(_)) => {
                 self.close_with(CloseReason::Violation(Violation::UnexpectedHello))
             }
-            (State::Ready(_), ServerMessage::HelloError(_)) => {
-                self.close_with(CloseReason::Violation(Violation::UnexpectedHelloError))
-            }
+            (State::Ready(_), ServerMessage::HelloError(ending)) => self.close_with(CloseReason::HelloError(ending.error)),
             (State::Ready(_), ServerMessage::Response(response)) => {
                 let (id, result) = match response {
                     Response::Success(success) => (success.id, Ok(success.result)),
@@ -275,7 +301,13 @@ impl ClientConnection {
                 self.events
                     .push_back(ClientEvent::Update { subscription_id: update.subscription_id, update: update.update });
             }
-            (State::Ready(_), ServerMessage::Attachment(attachment)) => {
+            (State::Ready(server_id), ServerMessage::Attachment(attachment)) => {
+                if let Some(route) = &attachment.attachment {
+                    if route.server_id != *server_id {
+                        self.close_with(CloseReason::Violation(Violation::ForeignAttachment(route.server_id.clone())));
+                        return;
+                    }
+                }
                 self.route = attachment.attachment.clone();
                 self.events.push_back(ClientEvent::Attachment { route: attachment.attachment });
             }

@@ -11,7 +11,8 @@
 //! The rules they implement (docs/PROTOCOL.md section 8), on top of the envelopes of section 4:
 //!
 //! - **Handshake.** The client's first frame is `hello` with its version, and it sends nothing
-//!   else until the server's `hello` names the logical `serverId`. The server answers a
+//!   else until the server's `hello` names the logical `serverId` (the one it expects, when
+//!   [`ClientOptions::expected_server_id`] is set). The server answers a
 //!   supported version with `hello`, any other with `hello_error`, and closes on any other
 //!   first frame.
 //! - **Correlation.** Request ids are assigned by the client connection and never reused; each
@@ -113,6 +114,20 @@ pub enum CloseReason {
     Transport(TransportError),
     /// Client side: the server answered `hello` with `hello_error` carrying this error.
     Rejected(ErrorBody),
+    /// Client side: the server's `hello` named another logical server than
+    /// [`ClientOptions::expected_server_id`] (the one that was dialled, as a Unix socket's name
+    /// announces it). Nothing was sent after `hello`.
+    ServerIdMismatch {
+        /// The `serverId` the client expected.
+        expected: ServerId,
+        /// The `serverId` the server's `hello` named.
+        actual: ServerId,
+    },
+    /// Client side: after the handshake the server sent `hello_error` with this error, its
+    /// word that it is ending the connection (the real pi-server does so when it sees a second
+    /// `hello` or a malformed frame: docs/PROTOCOL.md section 8). The code and message are the
+    /// server's.
+    HelloError(ErrorBody),
     /// Server side: the client offered this protocol version, which the server does not speak;
     /// a `hello_error` with [`ServerOptions::unsupported_version`] was queued.
     UnsupportedVersion(i64),
@@ -137,6 +152,15 @@ impl fmt::Display for CloseReason {
             CloseReason::PeerClosed => f.write_str("the peer closed the connection"),
             CloseReason::Transport(error) => write!(f, "the transport failed: {error}"),
             CloseReason::Rejected(error) => write!(f, "handshake rejected by the server ({})", error.code.as_str()),
+            CloseReason::ServerIdMismatch { expected, actual } => {
+                write!(f, "the server is {}, not the expected {}", actual.as_str(), expected.as_str())
+            }
+            CloseReason::HelloError(error) => write!(
+                f,
+                "the server ended the connection with hello_error {}: {}",
+                error.code.as_str(),
+                error.message
+            ),
             CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
             CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
             CloseReason::Encode(error) => write!(f, "cannot encode a connection frame: {error}"),
@@ -215,11 +239,16 @@ pub enum Violation {
     ExpectedHello,
     /// A second `hello` after the handshake completed.
     UnexpectedHello,
-    /// Client side: a `hello_error` after the handshake completed.
+    /// A `hello_error` after the handshake completed, where it is not expected: the router's
+    /// upstreams. (A [`ClientConnection`] closes with [`CloseReason::HelloError`] instead,
+    /// keeping the server's code and message.)
     UnexpectedHelloError,
     /// Client side: a `response` whose id is not a pending request (never sent, or already
     /// settled).
     UnknownResponse(RequestId),
+    /// Client side: an `attachment` whose route names another logical server (this one) than
+    /// the handshake's; the route is not taken (the real pi-client refuses it alike).
+    ForeignAttachment(ServerId),
 }
 
 impl fmt::Display for Violation {
@@ -230,6 +259,9 @@ impl fmt::Display for Violation {
             Violation::UnexpectedHello => f.write_str("hello after the handshake"),
             Violation::UnexpectedHelloError => f.write_str("hello_error after the handshake"),
             Violation::UnknownResponse(_) => f.write_str("response for an unknown or settled request id"),
+            Violation::ForeignAttachment(server_id) => {
+                write!(f, "an attachment names another server ({})", server_id.as_str())
+            }
         }
     }
 }
