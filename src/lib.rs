@@ -86,6 +86,8 @@ pub struct ReadmeDoctests;
 mod generated {
     pub mod v8;
 }
+#[cfg(feature = "tokio")]
+pub mod client;
 pub mod connection;
 pub mod io;
 /// Chord's wire grammar and Delta replicated state (feature `chord`): the `pi-chord` crate.
