@@ -5,7 +5,15 @@
 //! The listener (stale-socket replacement, private permissions, unlink on shutdown) lives in
 //! `listener`, the client's discovery of a directory in `discover`.
 
+#[cfg(feature = "tokio")]
+mod discover;
+
 use std::path::{Path, PathBuf};
+
+#[cfg(feature = "tokio")]
+pub use self::discover::{
+    discover, discover_with, DiscoverOptions, DiscoveredServer, DEFAULT_MAX_CONCURRENT_PROBES, DEFAULT_PROBE_TIMEOUT,
+};
 
 use crate::ServerId;
 
