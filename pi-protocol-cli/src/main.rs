@@ -1,6 +1,7 @@
 //! `pi-protocol`: decode, encode, inspect and summarise Pi protocol streams from the command
-//! line, against the built-in version 8 schema or any schema file (`--schema FILE`), and compare
-//! two revisions of a schema (`schema diff`).
+//! line, against the built-in version 8 schema or any schema file (`--schema FILE`), compare
+//! two revisions of a schema (`schema diff`), and speak to live servers (`discover`, `call`,
+//! `catalogue`).
 //!
 //! Exit status: 0 on success, 1 on invalid input (after writing everything before it) or a
 //! compatibility requirement that breaks, 2 on bad arguments or an unusable schema file.
@@ -12,6 +13,7 @@ mod explain;
 mod frames;
 mod inspect;
 mod protocol;
+mod remote;
 mod resolve;
 mod schema_diff;
 mod stats;
@@ -74,6 +76,19 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Work with schema files: compare two revisions of a schema.
     Schema(schema_diff::SchemaArgs),
+    /// Find the servers listening in a directory (DIR/<serverId>.sock) and print one JSON line
+    /// {"serverId", "path"} per server that answers the handshake with its socket's serverId.
+    Discover(remote::DiscoverArgs),
+    /// Call a service of a live server: the result as JSON on stdout.
+    ///
+    /// The call is {"serviceId": SERVICE, "member": MEMBER, "args": ARGS_JSON}, sent to the
+    /// server, or with --session ID to that Session after attaching to it through
+    /// pi.session-management. A server error prints its code and message on stderr (exit
+    /// status 1); usage and connection errors exit with status 2.
+    Call(remote::CallArgs),
+    /// List the services of a live server ($chord.service catalogue): one JSON line
+    /// {"serviceId", "mode"} per service.
+    Catalogue(remote::CatalogueArgs),
 }
 
 /// Which peer wrote the stream: `client` streams hold client messages, `server` streams server
@@ -139,6 +154,9 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Schema(args) => schema_diff::run(args),
+        Command::Discover(args) => remote::discover(args),
+        Command::Call(args) => remote::call(args),
+        Command::Catalogue(args) => remote::catalogue(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

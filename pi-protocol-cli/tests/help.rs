@@ -17,7 +17,7 @@ fn help(args: &[&str]) -> String {
     text
 }
 
-const SUBCOMMANDS: [&str; 5] = ["decode", "encode", "inspect", "stats", "schema"];
+const SUBCOMMANDS: [&str; 8] = ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue"];
 
 #[test]
 fn the_top_level_help_lists_every_subcommand_without_markup() {
@@ -30,7 +30,11 @@ fn the_top_level_help_lists_every_subcommand_without_markup() {
             .take_while(|l| !l.is_empty())
             .filter_map(|l| l.split_whitespace().next())
             .collect();
-        assert_eq!(commands, ["decode", "encode", "inspect", "stats", "schema", "help"], "{args:?}: {text}");
+        assert_eq!(
+            commands,
+            ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue", "help"],
+            "{args:?}: {text}"
+        );
         assert!(!text.contains('`'), "{args:?}: {text}");
     }
 }

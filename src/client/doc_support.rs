@@ -1,7 +1,8 @@
 //! A tiny in-process server for the documentation's runnable examples (not part of the API):
 //! `pi.session-management` `attach [sessionId]` (Sessions `session-1` and `session-2`, others
 //! `session_not_found`) and `detach []`, `demo.echo` `echo(...args)` answering `{"echo": args}`,
-//! every Session call answered `{"ok": true}`, anything else `not_found`.
+//! `$chord.service` `catalogue` naming `demo.echo`, every Session call answered `{"ok": true}`,
+//! anything else `not_found`.
 
 use crate::connection::{ServerEvent, ServerOptions};
 use crate::io::ServerDriver;
@@ -11,6 +12,14 @@ use crate::{
 
 fn error(code: &str, message: &str) -> ErrorBody {
     ErrorBody::new(ErrorCode::new(code).expect("a non-empty code"), message)
+}
+
+/// Serves every connection accepted on `listener` (see [`serve`]).
+#[cfg(unix)]
+pub async fn serve_unix(listener: tokio::net::UnixListener, server_id: ServerId) {
+    while let Ok((stream, _)) = listener.accept().await {
+        tokio::spawn(serve(stream, server_id.clone()));
+    }
 }
 
 /// Serves one connection over `io` until the client goes away.
@@ -46,6 +55,7 @@ where
                 Ok(None)
             }
             (_, "demo.echo", "echo") => Ok(Some(serde_json::json!({"echo": args}))),
+            (_, "$chord.service", "catalogue") => Ok(Some(serde_json::json!([{"serviceId": "demo.echo", "mode": "singleton"}]))),
             _ => Err(error("not_found", "No such service member")),
         };
         let answer = answer.map(|value| value.map(|value| Payload::from_value(&value).expect("a JSON payload")));

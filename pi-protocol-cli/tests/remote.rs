@@ -1,0 +1,141 @@
+//! The live commands (`discover`, `call`, `catalogue`) against an in-process server on a
+//! temporary Unix socket (removed afterwards): what they print, and their exit statuses (0;
+//! 1 for a server error, with its code and message; 2 for usage and connection errors).
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use pi_protocol::io::unix::socket_path;
+use pi_protocol::ServerId;
+
+const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
+
+/// A directory with one server's socket in it, served while the value lives; removed on drop.
+struct Served {
+    dir: PathBuf,
+    socket: PathBuf,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Served {
+    fn new(name: &str) -> Served {
+        let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = ServerId::new(SERVER).unwrap();
+        let socket = socket_path(&dir, &id);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
+        runtime.spawn(pi_protocol::client::doc_support::serve_unix(listener, id));
+        Served { dir, socket, runtime: Some(runtime) }
+    }
+
+    fn socket(&self) -> &str {
+        self.socket.to_str().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pi-protocol")).args(args).output().expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[test]
+fn discover_prints_one_line_per_server() {
+    let served = Served::new("discover");
+    std::fs::write(served.dir.join("notes.sock"), b"not a socket").unwrap();
+    let out = run(&["discover", served.dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let line = format!("{{\"serverId\":\"{SERVER}\",\"path\":\"{}\"}}\n", served.socket());
+    assert_eq!(text(&out.stdout), line);
+    // A directory that does not exist holds no servers.
+    let out = run(&["discover", served.dir.join("absent").to_str().unwrap()]);
+    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(0), true));
+}
+
+#[test]
+fn call_prints_the_result_as_json() {
+    let served = Served::new("call");
+    let out = run(&["call", "--unix", served.socket(), "demo.echo", "echo", r#"[1, "two", {"b": 1, "a": 2}]"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"echo\":[1,\"two\",{\"b\":1,\"a\":2}]}\n");
+    // No arguments: `[]`; a `null` result prints `null`.
+    let out = run(&["call", "--unix", served.socket(), "--server-id", SERVER, "pi.session-management", "detach"]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(0), "null\n".to_owned()), "{}", text(&out.stderr));
+}
+
+#[test]
+fn call_with_a_session_attaches_first_and_calls_the_session() {
+    let served = Served::new("session");
+    let out = run(&["call", "--unix", served.socket(), "--session", "session-1", "session", "prompt", "[\"go\"]"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"ok\":true}\n");
+    let out = run(&["call", "--unix", served.socket(), "--session", "session-9", "session", "prompt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "pi-protocol: attach: server error session_not_found: No such session\n");
+}
+
+#[test]
+fn a_server_error_prints_its_code_and_message_and_exits_1() {
+    let served = Served::new("error");
+    let out = run(&["call", "--unix", served.socket(), "demo.missing", "nothing", "[]"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(text(&out.stderr), "pi-protocol: demo.missing.nothing: server error not_found: No such service member\n");
+}
+
+#[test]
+fn usage_and_connection_errors_exit_2() {
+    let served = Served::new("usage");
+    let other = "9c858901-8a57-4791-81fe-4c455b099bc9";
+    for (args, says) in [
+        (vec!["call", "--unix", served.socket(), "demo.echo", "echo", "{not json"], "ARGS_JSON is not JSON"),
+        (vec!["call", "--unix", served.socket(), "demo.echo", "echo", "{}"], "ARGS_JSON must be a JSON array"),
+        (vec!["call", "--unix", served.socket(), "--server-id", "nope", "demo.echo", "echo"], "is not a version 4 UUID"),
+        (vec!["call", "--unix", served.socket(), "--server-id", other, "demo.echo", "echo"], "not the expected"),
+        (vec!["call", "--unix", "/nonexistent/x.sock", "demo.echo", "echo"], "cannot connect to /nonexistent/x.sock"),
+        (vec!["call", "demo.echo", "echo"], "--unix"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn call_reaches_a_tcp_server_too() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    runtime.spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(pi_protocol::client::doc_support::serve(stream, ServerId::new(SERVER).unwrap()));
+        }
+    });
+    let out = run(&["call", "--tcp", &addr, "demo.echo", "echo", "[true]"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"echo\":[true]}\n");
+    runtime.shutdown_background();
+}
+
+#[test]
+fn catalogue_prints_one_line_per_service() {
+    let served = Served::new("catalogue");
+    let out = run(&["catalogue", "--unix", served.socket()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"serviceId\":\"demo.echo\",\"mode\":\"singleton\"}\n");
+}
