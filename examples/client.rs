@@ -59,8 +59,12 @@ struct Args {
 
 /// The flags, or `None` when `--help` asks for the help.
 fn parse_args() -> Result<Option<Args>, String> {
-    let mut args =
-        Args { connect: "127.0.0.1:7878".to_owned(), unix: None, server_id: None, version: pi_protocol::PROTOCOL_VERSION };
+    let mut args = Args {
+        connect: "127.0.0.1:7878".to_owned(),
+        unix: None,
+        server_id: None,
+        version: pi_protocol::PROTOCOL_VERSION,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
@@ -69,7 +73,8 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--unix" => args.unix = Some(value()?),
             "--server-id" => {
                 let id = value()?;
-                args.server_id = Some(ServerId::new(id.as_str()).map_err(|_| format!("--server-id {id} is not a UUIDv4"))?);
+                args.server_id =
+                    Some(ServerId::new(id.as_str()).map_err(|_| format!("--server-id {id} is not a UUIDv4"))?);
             }
             "--version" => args.version = value()?.parse().map_err(|_| "--version needs a number".to_owned())?,
             "--help" | "-h" => return Ok(None),
@@ -137,7 +142,12 @@ struct Session {
 impl Session {
     /// Sends a call, prints its answer (and an attachment change it caused), and returns the
     /// answer; a broken connection is an `Err`.
-    async fn request(&mut self, name: &str, target: CallTarget, payload: Payload) -> Result<Result<Value, String>, String> {
+    async fn request(
+        &mut self,
+        name: &str,
+        target: CallTarget,
+        payload: Payload,
+    ) -> Result<Result<Value, String>, String> {
         let outcome = self.client.request(target, payload).await;
         self.print_attachment_change();
         match outcome {
@@ -214,7 +224,8 @@ impl Session {
     }
 
     async fn run(&mut self) -> Result<(), String> {
-        let catalogue = self.expect_ok("catalogue", CallTarget::Server, call("$chord.service", "catalogue", json!([]))).await?;
+        let catalogue =
+            self.expect_ok("catalogue", CallTarget::Server, call("$chord.service", "catalogue", json!([]))).await?;
         let offers = |id: &str| catalogue.as_array().is_some_and(|list| list.iter().any(|s| s["serviceId"] == id));
         if offers("demo.echo") {
             self.demo().await
@@ -236,7 +247,8 @@ impl Session {
         self.expect_ok("bump", CallTarget::Server, call("demo.counter", "bump", json!([2]))).await?;
         self.updates(&mut updates, 1).await?;
 
-        self.expect_ok("attach", CallTarget::Server, call("pi.session-management", "attach", json!(["session-1"]))).await?;
+        self.expect_ok("attach", CallTarget::Server, call("pi.session-management", "attach", json!(["session-1"])))
+            .await?;
         let route = self.client.attachment().ok_or("attach answered but no route was published")?;
         println!("{}", json!({"local": "following route", "route": route}));
         self.expect_ok("session call", CallTarget::Session, call("demo.session", "ping", json!([]))).await?;
@@ -266,8 +278,12 @@ impl Session {
             other => return Err(format!("detach answered {other:?}")),
         }
         self.refused_session_call().await?;
-        self.expect_ok("unsubscribe", CallTarget::Server, call("$chord.service", "unsubscribe", json!(["sub-sessions"])))
-            .await
-            .map(drop)
+        self.expect_ok(
+            "unsubscribe",
+            CallTarget::Server,
+            call("$chord.service", "unsubscribe", json!(["sub-sessions"])),
+        )
+        .await
+        .map(drop)
     }
 }

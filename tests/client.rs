@@ -50,7 +50,8 @@ async fn a_request_returns_the_result_and_a_server_error_its_code_and_message() 
 async fn clones_share_the_connection_and_calls_run_concurrently() {
     let (client, _seen) = connected().await;
     let other = client.clone();
-    let slow = tokio::spawn(async move { other.request(CallTarget::Server, call("demo.slow", "wait", json!([50]))).await });
+    let slow =
+        tokio::spawn(async move { other.request(CallTarget::Server, call("demo.slow", "wait", json!([50]))).await });
     let quick = client.request(CallTarget::Server, call("demo.echo", "echo", json!(["q"]))).await.unwrap();
     assert_eq!(quick.map(|p| p.to_value()), Some(json!({"echo": ["q"]})));
     assert_eq!(slow.await.unwrap().unwrap().map(|p| p.to_value()), Some(json!({"waitedMs": 50})));
@@ -59,8 +60,11 @@ async fn clones_share_the_connection_and_calls_run_concurrently() {
 #[tokio::test]
 async fn dropping_the_request_future_sends_cancel_with_the_request_id() {
     let (client, mut seen) = connected().await;
-    let waited =
-        tokio::time::timeout(Duration::from_millis(50), client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000])))).await;
+    let waited = tokio::time::timeout(
+        Duration::from_millis(50),
+        client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))),
+    )
+    .await;
     assert!(waited.is_err(), "the wait is still pending when the future is dropped");
     let Seen::Request { id, .. } = next_seen(&mut seen, is_request).await else { unreachable!() };
     let cancel = next_seen(&mut seen, |s| matches!(s, Seen::Cancel { .. })).await;
@@ -149,7 +153,8 @@ async fn updates_arrive_on_their_subscription_stream_in_order() {
 async fn a_server_flooding_updates_ends_the_stream_at_its_byte_bound_and_the_connection_goes_on() {
     let (io, _seen) = duplex_server();
     let limit = 64 * 1024;
-    let client = Client::builder().server_id(server_id()).max_buffered_update_bytes(limit).connect_stream(io).await.unwrap();
+    let client =
+        Client::builder().server_id(server_id()).max_buffered_update_bytes(limit).connect_stream(io).await.unwrap();
     let mut updates = client.updates(SubscriptionId::new("flood").unwrap()).unwrap();
     // 2,000 updates of about 1 KiB: 2 MB, thirty times the bound, none read meanwhile.
     client.request(CallTarget::Server, call("demo.flood", "flood", json!(["flood", 2000, 1000]))).await.unwrap();
@@ -180,7 +185,9 @@ async fn a_peer_hang_up_fails_pending_calls_as_peer_closed() {
     let (client, mut seen) = connected().await;
     let pending = {
         let client = client.clone();
-        tokio::spawn(async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await })
+        tokio::spawn(
+            async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await },
+        )
     };
     next_seen(&mut seen, is_request).await;
     let hangup = client.request(CallTarget::Server, call("demo.hangup", "hangup", json!([]))).await;
@@ -188,7 +195,10 @@ async fn a_peer_hang_up_fails_pending_calls_as_peer_closed() {
     assert_eq!(pending.await.unwrap(), Err(RequestError::Disconnected(CloseReason::PeerClosed)));
     assert_eq!(client.closed().await, Some(CloseReason::PeerClosed));
     assert_eq!(client.state(), ConnectionState::Disconnected { reason: Some(CloseReason::PeerClosed) });
-    assert_eq!(client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await, Err(RequestError::NotConnected));
+    assert_eq!(
+        client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await,
+        Err(RequestError::NotConnected)
+    );
 }
 
 #[tokio::test]
@@ -199,7 +209,9 @@ async fn a_local_disconnect_fails_pending_calls_as_local_and_clears_the_attachme
     watch.borrow_and_update();
     let pending = {
         let client = client.clone();
-        tokio::spawn(async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await })
+        tokio::spawn(
+            async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await },
+        )
     };
     next_seen(&mut seen, |s| matches!(s, Seen::Request { call, .. } if call["serviceId"] == "demo.slow")).await;
     client.disconnect().await;
@@ -220,7 +232,10 @@ async fn an_io_failure_fails_pending_calls_as_a_transport_error() {
         let (mut socket, _) = listener.accept().await.unwrap();
         let mut hello = [0u8; 64];
         let _ = socket.read(&mut hello).await.unwrap();
-        socket.write_all(&encode_server_message(&ServerMessage::Hello(ServerHello::new(server_id()))).unwrap()).await.unwrap();
+        socket
+            .write_all(&encode_server_message(&ServerMessage::Hello(ServerHello::new(server_id()))).unwrap())
+            .await
+            .unwrap();
         let mut request = [0u8; 256];
         let _ = socket.read(&mut request).await.unwrap();
         socket.set_zero_linger().unwrap();
@@ -248,12 +263,17 @@ async fn reconnect_opens_a_new_connection_and_replays_nothing() {
     assert!(matches!(client.reconnect().await, Err(ConnectError::AlreadyConnected)));
     let pending = {
         let client = client.clone();
-        tokio::spawn(async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await })
+        tokio::spawn(
+            async move { client.request(CallTarget::Server, call("demo.slow", "wait", json!([60_000]))).await },
+        )
     };
     next_seen(&mut seen, is_request).await;
     client.disconnect().await;
     assert_eq!(pending.await.unwrap(), Err(RequestError::Disconnected(CloseReason::Local)));
-    assert_eq!(client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await, Err(RequestError::NotConnected));
+    assert_eq!(
+        client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await,
+        Err(RequestError::NotConnected)
+    );
 
     client.reconnect().await.unwrap();
     assert!(client.is_connected());
@@ -331,7 +351,10 @@ async fn raw_server(then: Vec<u8>) -> tokio::io::DuplexStream {
     tokio::spawn(async move {
         let length = server.read_u32().await.unwrap();
         server.read_exact(&mut vec![0; length as usize]).await.unwrap();
-        server.write_all(&encode_server_message(&ServerMessage::Hello(ServerHello::new(server_id()))).unwrap()).await.unwrap();
+        server
+            .write_all(&encode_server_message(&ServerMessage::Hello(ServerHello::new(server_id()))).unwrap())
+            .await
+            .unwrap();
         let length = server.read_u32().await.unwrap();
         server.read_exact(&mut vec![0; length as usize]).await.unwrap();
         server.write_all(&then).await.unwrap();
@@ -344,7 +367,9 @@ async fn raw_server(then: Vec<u8>) -> tokio::io::DuplexStream {
 #[tokio::test]
 async fn a_hello_error_after_the_handshake_fails_pending_calls_with_its_code_and_message() {
     let body = error("invalid_request", "Invalid protocol frame");
-    let io = raw_server(encode_server_message(&ServerMessage::HelloError(ServerHelloError::new(body.clone()))).unwrap()).await;
+    let io =
+        raw_server(encode_server_message(&ServerMessage::HelloError(ServerHelloError::new(body.clone()))).unwrap())
+            .await;
     let client = Client::connect_stream(io, server_id()).await.unwrap();
     let failed = client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await;
     assert_eq!(failed, Err(RequestError::Disconnected(CloseReason::HelloError(body))));
@@ -356,7 +381,10 @@ async fn an_attachment_naming_another_server_ends_the_connection() {
     let frame = encode_server_message(&ServerMessage::Attachment(pi_protocol::Attachment::new(Some(foreign)))).unwrap();
     let client = Client::connect_stream(raw_server(frame).await, server_id()).await.unwrap();
     let failed = client.request(CallTarget::Server, call("demo.echo", "echo", json!([]))).await;
-    assert_eq!(failed, Err(RequestError::Disconnected(CloseReason::Violation(Violation::ForeignAttachment(other_id())))));
+    assert_eq!(
+        failed,
+        Err(RequestError::Disconnected(CloseReason::Violation(Violation::ForeignAttachment(other_id()))))
+    );
     assert_eq!(client.attachment(), None);
 }
 

@@ -89,7 +89,10 @@ fn an_attachment_naming_another_server_is_a_violation() {
         }]
     );
     assert_eq!(client.route(), None, "the foreign route was not taken");
-    assert_eq!(Violation::ForeignAttachment(id(OTHER)).to_string(), format!("an attachment names another server ({OTHER})"));
+    assert_eq!(
+        Violation::ForeignAttachment(id(OTHER)).to_string(),
+        format!("an attachment names another server ({OTHER})")
+    );
 }
 
 #[test]

@@ -41,7 +41,8 @@ impl ConnectArgs {
     pub async fn connect(&self) -> Result<(Client, CallTarget), Failure> {
         let mut builder = Client::builder().handshake_timeout(Duration::from_millis(self.connect_timeout_ms.max(1)));
         if let Some(id) = &self.server_id {
-            let id = ServerId::new(id.as_str()).map_err(|_| Failure::usage(format!("--server-id {id:?} is not a version 4 UUID in lowercase")))?;
+            let id = ServerId::new(id.as_str())
+                .map_err(|_| Failure::usage(format!("--server-id {id:?} is not a version 4 UUID in lowercase")))?;
             builder = builder.server_id(id);
         }
         let (client, to) = match (&self.unix, &self.tcp) {
@@ -69,7 +70,9 @@ fn connect_failure(to: &str, error: &ConnectError) -> Failure {
 /// connection) 2.
 pub fn request_failure(what: &str, error: &RequestError) -> Failure {
     match error {
-        RequestError::Server(body) => Failure::input(format!("{what}: server error {}: {}", body.code.as_str(), body.message)),
+        RequestError::Server(body) => {
+            Failure::input(format!("{what}: server error {}: {}", body.code.as_str(), body.message))
+        }
         RequestError::Invalid(_) => Failure::input(format!("{what}: {error}")),
         other => Failure::usage(format!("{what}: {other}")),
     }

@@ -94,7 +94,10 @@ fn a_server_error_prints_its_code_and_message_and_exits_1() {
     let out = run(&["call", "--unix", served.socket(), "demo.missing", "nothing", "[]"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
-    assert_eq!(text(&out.stderr), "pi-protocol: demo.missing.nothing: server error not_found: No such service member\n");
+    assert_eq!(
+        text(&out.stderr),
+        "pi-protocol: demo.missing.nothing: server error not_found: No such service member\n"
+    );
 }
 
 #[test]
@@ -104,7 +107,10 @@ fn usage_and_connection_errors_exit_2() {
     for (args, says) in [
         (vec!["call", "--unix", served.socket(), "demo.echo", "echo", "{not json"], "ARGS_JSON is not JSON"),
         (vec!["call", "--unix", served.socket(), "demo.echo", "echo", "{}"], "ARGS_JSON must be a JSON array"),
-        (vec!["call", "--unix", served.socket(), "--server-id", "nope", "demo.echo", "echo"], "is not a version 4 UUID"),
+        (
+            vec!["call", "--unix", served.socket(), "--server-id", "nope", "demo.echo", "echo"],
+            "is not a version 4 UUID",
+        ),
         (vec!["call", "--unix", served.socket(), "--server-id", other, "demo.echo", "echo"], "not the expected"),
         (vec!["call", "--unix", "/nonexistent/x.sock", "demo.echo", "echo"], "cannot connect to /nonexistent/x.sock"),
         (vec!["call", "demo.echo", "echo"], "--unix"),

@@ -55,7 +55,9 @@ where
                 Ok(None)
             }
             (_, "demo.echo", "echo") => Ok(Some(serde_json::json!({"echo": args}))),
-            (_, "$chord.service", "catalogue") => Ok(Some(serde_json::json!([{"serviceId": "demo.echo", "mode": "singleton"}]))),
+            (_, "$chord.service", "catalogue") => {
+                Ok(Some(serde_json::json!([{"serviceId": "demo.echo", "mode": "singleton"}])))
+            }
             _ => Err(error("not_found", "No such service member")),
         };
         let answer = answer.map(|value| value.map(|value| Payload::from_value(&value).expect("a JSON payload")));

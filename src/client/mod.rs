@@ -154,7 +154,9 @@ impl Connector {
             #[cfg(unix)]
             Connector::Unix(path) => Ok(Box::new(tokio::net::UnixStream::connect(path).await?)),
             #[cfg(not(unix))]
-            Connector::Unix(_) => Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "no Unix sockets here").into()),
+            Connector::Unix(_) => {
+                Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "no Unix sockets here").into())
+            }
             Connector::Tcp(addr) => {
                 let stream = tokio::net::TcpStream::connect(addr.as_str()).await?;
                 stream.set_nodelay(true)?;
@@ -422,7 +424,7 @@ impl Client {
         let driver = ClientDriver::with_options(transport, connection, builder.driver.clone());
         let (commands, receiver) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
-        let copy = UpdateCopy { below: builder.driver.read_chunk.max(1), codec: builder.connection.codec.clone() };
+        let copy = UpdateCopy { below: builder.driver.read_chunk.max(1), codec: builder.connection.codec };
         tokio::spawn(task::run(driver, receiver, shared.clone(), ready, copy));
         match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(Ok(_server_id))) => {
@@ -523,7 +525,9 @@ impl Client {
         self.request(CallTarget::Server, call).await?;
         match self.attachment() {
             Some(route) if route.session_id.as_str() == session_id => Ok(route),
-            _ => Err(RequestError::Invalid(format!("attach answered but no route to Session {session_id:?} was published"))),
+            _ => Err(RequestError::Invalid(format!(
+                "attach answered but no route to Session {session_id:?} was published"
+            ))),
         }
     }
 
@@ -532,7 +536,8 @@ impl Client {
     /// # Errors
     /// As [`request`](Self::request).
     pub async fn detach(&self) -> Result<(), RequestError> {
-        let call = service_call(SESSION_MANAGEMENT_SERVICE, "detach", serde_json::json!([])).map_err(RequestError::Encode)?;
+        let call =
+            service_call(SESSION_MANAGEMENT_SERVICE, "detach", serde_json::json!([])).map_err(RequestError::Encode)?;
         self.request(CallTarget::Server, call).await.map(|_| ())
     }
 

@@ -141,7 +141,11 @@ pub struct Updates {
 }
 
 impl Updates {
-    pub(crate) fn new(subscription_id: SubscriptionId, queue: Queue, commands: Option<UnboundedSender<Command>>) -> Self {
+    pub(crate) fn new(
+        subscription_id: SubscriptionId,
+        queue: Queue,
+        commands: Option<UnboundedSender<Command>>,
+    ) -> Self {
         Updates { subscription_id, queue, commands }
     }
 
@@ -189,10 +193,8 @@ impl futures_core::Stream for Updates {
 impl Drop for Updates {
     fn drop(&mut self) {
         if let Some(commands) = &self.commands {
-            let _ = commands.send(Command::Forget {
-                subscription_id: self.subscription_id.clone(),
-                queue: self.queue.clone(),
-            });
+            let _ = commands
+                .send(Command::Forget { subscription_id: self.subscription_id.clone(), queue: self.queue.clone() });
         }
     }
 }

@@ -277,7 +277,9 @@ impl ClientConnection {
             (State::Ready(_), ServerMessage::Hello(_)) => {
                 self.close_with(CloseReason::Violation(Violation::UnexpectedHello))
             }
-            (State::Ready(_), ServerMessage::HelloError(ending)) => self.close_with(CloseReason::HelloError(ending.error)),
+            (State::Ready(_), ServerMessage::HelloError(ending)) => {
+                self.close_with(CloseReason::HelloError(ending.error))
+            }
             (State::Ready(_), ServerMessage::Response(response)) => {
                 let (id, result) = match response {
                     Response::Success(success) => (success.id, Ok(success.result)),

@@ -155,12 +155,9 @@ impl fmt::Display for CloseReason {
             CloseReason::ServerIdMismatch { expected, actual } => {
                 write!(f, "the server is {}, not the expected {}", actual.as_str(), expected.as_str())
             }
-            CloseReason::HelloError(error) => write!(
-                f,
-                "the server ended the connection with hello_error {}: {}",
-                error.code.as_str(),
-                error.message
-            ),
+            CloseReason::HelloError(error) => {
+                write!(f, "the server ended the connection with hello_error {}: {}", error.code.as_str(), error.message)
+            }
             CloseReason::UnsupportedVersion(version) => write!(f, "client offered unsupported version {version}"),
             CloseReason::Violation(violation) => write!(f, "protocol violation: {violation}"),
             CloseReason::Encode(error) => write!(f, "cannot encode a connection frame: {error}"),

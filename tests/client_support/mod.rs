@@ -125,7 +125,8 @@ where
                                 break;
                             }
                             // Written as it goes, so the server's own queue stays small.
-                            if driver.connection().pending_transmit_len() > 256 * 1024 && driver.flush().await.is_err() {
+                            if driver.connection().pending_transmit_len() > 256 * 1024 && driver.flush().await.is_err()
+                            {
                                 break;
                             }
                         }
