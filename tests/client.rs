@@ -395,3 +395,19 @@ async fn dropping_every_handle_closes_the_connection() {
     drop(client);
     assert_eq!(next_seen(&mut seen, |s| matches!(s, Seen::Closed { .. })).await, Seen::Closed { conn: 1 });
 }
+
+#[tokio::test]
+async fn a_call_beyond_the_frame_limit_is_refused_locally_and_the_connection_goes_on() {
+    let (io, mut seen) = duplex_server();
+    let codec = pi_protocol::CodecOptions::default().max_frame_length(1024).unwrap();
+    let builder = Client::builder().server_id(server_id()).connection_options(ClientOptions::default().codec(codec));
+    let client = builder.connect_stream(io).await.unwrap();
+    let big = call("demo.echo", "echo", json!(["x".repeat(2000)]));
+    match client.request(CallTarget::Server, big).await {
+        Err(RequestError::Encode(error)) => assert_eq!(error.kind(), pi_protocol::ErrorKind::Encode),
+        other => panic!("expected an encode error, got {other:?}"),
+    }
+    client.request(CallTarget::Server, call("demo.echo", "echo", json!(["small"]))).await.unwrap();
+    let Seen::Request { call: first, .. } = next_seen(&mut seen, is_request).await else { unreachable!() };
+    assert_eq!(first["args"], json!(["small"]), "the refused call never reached the server");
+}
