@@ -67,7 +67,7 @@ pub struct WireError {
 }
 
 impl WireError {
-    fn new(what: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(what: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
         WireError { what, path: path.into(), message: message.into() }
     }
 
@@ -145,13 +145,15 @@ impl Ops {
         let Value::Array(items) = value else { return Err(WireError::new(WHAT, "", "not an array")) };
         let mut ops = Vec::with_capacity(items.len());
         for (i, op) in items.iter().enumerate() {
-            ops::check_wire_op(op).map_err(|fault| WireError::new(WHAT, format!("[{i}]{}", fault.at), fault.message))?;
-            ops.push(Payload::from_value(op).map_err(|e| WireError::new(WHAT, format!("[{i}]"), e.rule().to_string()))?);
+            ops::check_wire_op(op)
+                .map_err(|fault| WireError::new(WHAT, format!("[{i}]{}", fault.at), fault.message))?;
+            ops.push(
+                Payload::from_value(op).map_err(|e| WireError::new(WHAT, format!("[{i}]"), e.rule().to_string()))?,
+            );
         }
         Ops::new(ops).map_err(|e| WireError::protocol(WHAT, &e))
     }
 }
-
 
 impl ServiceCall {
     /// Reads a service call (the payload of a service request), as `parseServiceCall` does.
@@ -232,8 +234,8 @@ impl ControlCall {
     /// # Errors
     /// A [`WireError`] (`args[0]`) when the id is empty.
     pub fn unsubscribe(subscription_id: impl Into<String>) -> Result<ControlCall, WireError> {
-        let subscription_id =
-            Id::new(subscription_id.into()).map_err(|e| WireError::new("control call", "args[0]", e.rule().to_string()))?;
+        let subscription_id = Id::new(subscription_id.into())
+            .map_err(|e| WireError::new("control call", "args[0]", e.rule().to_string()))?;
         Ok(ControlCall::Unsubscribe { subscription_id })
     }
 
@@ -392,7 +394,6 @@ impl Catalogue {
         Ok(())
     }
 }
-
 
 impl InstanceSnapshot {
     /// Reads one instance snapshot (`{instance?, members}`), every state member's ops checked.

@@ -9,7 +9,8 @@ fn payload(text: &str) -> Payload {
 
 #[test]
 fn the_real_servers_values_read_and_write_back_unchanged() {
-    let catalogue = payload(r##"[{"serviceId":"demo.counter","mode":"singleton"},{"serviceId":"demo.rooms","mode":"keyed"}]"##);
+    let catalogue =
+        payload(r##"[{"serviceId":"demo.counter","mode":"singleton"},{"serviceId":"demo.rooms","mode":"keyed"}]"##);
     let read = Catalogue::from_payload(&catalogue).unwrap();
     assert_eq!(read.entry("demo.rooms").map(|e| e.mode), Some(ServiceMode::Keyed));
     assert_eq!(read.to_payload().unwrap(), catalogue);
@@ -34,22 +35,47 @@ fn the_real_servers_values_read_and_write_back_unchanged() {
     ] {
         let update = Update::from_payload(&payload(text)).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(update.to_payload().unwrap(), payload(text), "{text}");
-        assert_eq!(text.contains(&format!("\"type\":\"{}\"", update.kind())), true);
+        assert!(text.contains(&format!("\"type\":\"{}\"", update.kind())), "{text}");
     }
 }
 
 #[test]
 fn refusals_name_the_field() {
-    let cases: [(&str, fn(&Payload) -> Result<(), WireError>, &str); 9] = [
+    type Read = fn(&Payload) -> Result<(), WireError>;
+    let cases: [(&str, Read, &str); 9] = [
         (r##"{"serviceId":"s","member":"","args":[]}"##, |p| ServiceCall::from_payload(p).map(drop), "member"),
-        (r##"{"serviceId":"s","member":"m","args":[],"instance":{"key":"k","generation":0}}"##, |p| ServiceCall::from_payload(p).map(drop), "instance.generation"),
-        (r##"[{"serviceId":"a","mode":"keyed"},{"serviceId":"a","mode":"keyed"}]"##, |p| Catalogue::from_payload(p).map(drop), "[1].serviceId"),
+        (
+            r##"{"serviceId":"s","member":"m","args":[],"instance":{"key":"k","generation":0}}"##,
+            |p| ServiceCall::from_payload(p).map(drop),
+            "instance.generation",
+        ),
+        (
+            r##"[{"serviceId":"a","mode":"keyed"},{"serviceId":"a","mode":"keyed"}]"##,
+            |p| Catalogue::from_payload(p).map(drop),
+            "[1].serviceId",
+        ),
         (r##"[{"serviceId":"a","mode":"plural"}]"##, |p| Catalogue::from_payload(p).map(drop), "[0].mode"),
-        (r##"{"serviceId":"s","mode":"keyed","instances":[{"members":[{"name":"n","kind":"state","sequence":0,"ops":[["s",["__proto__"],1]]}]}]}"##, |p| Snapshot::from_payload(p).map(drop), "instances[0].members[0].ops[0][1][0]"),
-        (r##"{"serviceId":"s","mode":"keyed","instances":[{"members":[{"name":"n","kind":"state","sequence":-1,"ops":[]}]}]}"##, |p| Snapshot::from_payload(p).map(drop), "instances[0].members[0].sequence"),
+        (
+            r##"{"serviceId":"s","mode":"keyed","instances":[{"members":[{"name":"n","kind":"state","sequence":0,"ops":[["s",["__proto__"],1]]}]}]}"##,
+            |p| Snapshot::from_payload(p).map(drop),
+            "instances[0].members[0].ops[0][1][0]",
+        ),
+        (
+            r##"{"serviceId":"s","mode":"keyed","instances":[{"members":[{"name":"n","kind":"state","sequence":-1,"ops":[]}]}]}"##,
+            |p| Snapshot::from_payload(p).map(drop),
+            "instances[0].members[0].sequence",
+        ),
         (r##"{"type":"state","member":"m","sequence":0,"ops":[]}"##, |p| Update::from_payload(p).map(drop), "sequence"),
-        (r##"{"type":"state","member":"m","sequence":1,"ops":[["a",["x"],1]]}"##, |p| Update::from_payload(p).map(drop), "ops[0][2]"),
-        (r##"{"type":"replaced","snapshot":{"members":[{"name":"m","kind":"state","sequence":1.5,"ops":[]}]}}"##, |p| Update::from_payload(p).map(drop), "snapshot.members[0].sequence"),
+        (
+            r##"{"type":"state","member":"m","sequence":1,"ops":[["a",["x"],1]]}"##,
+            |p| Update::from_payload(p).map(drop),
+            "ops[0][2]",
+        ),
+        (
+            r##"{"type":"replaced","snapshot":{"members":[{"name":"m","kind":"state","sequence":1.5,"ops":[]}]}}"##,
+            |p| Update::from_payload(p).map(drop),
+            "snapshot.members[0].sequence",
+        ),
     ];
     for (text, read, path) in cases {
         let err = read(&payload(text)).unwrap_err();
@@ -60,7 +86,10 @@ fn refusals_name_the_field() {
 #[test]
 fn control_calls_are_read_as_chord_reads_them() {
     let call = |text: &str| ControlCall::from_call(&ServiceCall::from_payload(&payload(text)).unwrap());
-    assert_eq!(call(r##"{"serviceId":"$chord.service","member":"catalogue","args":[]}"##), Some(ControlCall::Catalogue));
+    assert_eq!(
+        call(r##"{"serviceId":"$chord.service","member":"catalogue","args":[]}"##),
+        Some(ControlCall::Catalogue)
+    );
     assert_eq!(
         call(r##"{"serviceId":"$chord.service","member":"unsubscribe","args":["service-1"]}"##),
         Some(ControlCall::unsubscribe("service-1").unwrap())
