@@ -36,6 +36,40 @@ pub enum Shape<'a> {
     Struct(Struct<'a>),
     /// An enum: a union of variants.
     Union(Union<'a>),
+    /// `#[codec(tuple)] struct X(A, B);`: a fixed-length array.
+    Tuple(Tuple<'a>),
+}
+
+/// A fixed-length array: one element per field, in order, with literal elements (not stored)
+/// at the positions their `literal(index = N, ...)` gives.
+pub struct Tuple<'a> {
+    /// Every element, in position order.
+    pub elements: Vec<Element<'a>>,
+}
+
+impl Tuple<'_> {
+    /// The literal at position 0, if any (what a union of tuples looks at, with the length).
+    pub fn head(&self) -> Option<&LitValue> {
+        match self.elements.first() {
+            Some(Element::Literal(value)) => Some(value),
+            _ => None,
+        }
+    }
+}
+
+/// One element of a tuple.
+pub enum Element<'a> {
+    /// A fixed value, checked on decode and written on encode.
+    Literal(LitValue),
+    /// A value stored in the struct's field `index`.
+    Field {
+        /// The field's position in the struct (`self.0`, `self.1`, ...).
+        index: syn::Index,
+        /// Its declared type (`Option<T>` is a nullable element).
+        ty: &'a Type,
+        /// Constraints on the value.
+        checks: Checks,
+    },
 }
 
 /// A newtype `struct X(T);`.
@@ -199,6 +233,9 @@ pub enum Presence {
 pub struct Union<'a> {
     /// How maps are told apart.
     pub dispatch: Dispatch,
+    /// Whether arrays are told apart by length and first element (`tuples`, through
+    /// `Positional`), instead of going to the first variant that can hold an array.
+    pub tuples: bool,
     /// The variants in declared order.
     pub variants: Vec<Variant<'a>>,
 }
@@ -264,6 +301,10 @@ impl<'a> Container<'a> {
         let krate = attrs.krate.get().cloned().unwrap_or_else(|| syn::parse_quote!(::pi_protocol_runtime));
         let shape = match &input.data {
             Data::Struct(data) => match &data.fields {
+                Fields::Unnamed(fields) if attrs.tuple.get().is_some() => {
+                    only(cx, &attrs, &["literal", "tuple"], "tuple structs `#[codec(tuple)] struct X(A, B);`");
+                    Some(Shape::Tuple(build_tuple(cx, &attrs.literals, fields)))
+                }
                 Fields::Unnamed(fields) => {
                     only(cx, &attrs, &[], "newtypes `struct X(T);`");
                     if fields.unnamed.len() != 1 {
@@ -308,7 +349,7 @@ impl<'a> Container<'a> {
                 }
             },
             Data::Enum(data) => {
-                only(cx, &attrs, &["tag", "tags", "key_set"], "enums");
+                only(cx, &attrs, &["tag", "tags", "key_set", "tuples"], "enums");
                 let set: Vec<(&str, Span)> =
                     [("tag", attrs.tag.span()), ("tags", attrs.tags.span()), ("key_set", attrs.key_set.span())]
                         .into_iter()
@@ -337,7 +378,8 @@ impl<'a> Container<'a> {
                 };
                 // Tags and key sets tell maps apart; every other item (unit variants included)
                 // goes to the variants of its JSON type, as in any enum.
-                let union = build_union(cx, data);
+                let mut union = build_union(cx, data);
+                union.tuples = attrs.tuples.get().is_some();
                 Some(Shape::Union(union_with(dispatch, union)))
             }
             Data::Union(data) => {
@@ -364,8 +406,9 @@ fn only(cx: &Ctxt, attrs: &ContainerAttrs, allowed: &[&str], what: &str) {
         if let Some(span) = span {
             if !allowed.contains(&name) {
                 let hint = match name {
-                    "tag" | "tags" | "key_set" => "enums",
-                    "literal" => "structs with named fields",
+                    "tag" | "tags" | "key_set" | "tuples" => "enums",
+                    "tuple" => "tuple structs with their elements as fields",
+                    "literal" => "structs with named fields and tuple structs",
                     _ => "newtypes `struct X(T);` and to fields",
                 };
                 cx.error_at(span, format!("`{name}` is not allowed on {what}: it applies to {hint}"));
@@ -375,6 +418,8 @@ fn only(cx: &Ctxt, attrs: &ContainerAttrs, allowed: &[&str], what: &str) {
     check(attrs.tag.name(), attrs.tag.span());
     check(attrs.tags.name(), attrs.tags.span());
     check(attrs.key_set.name(), attrs.key_set.span());
+    check(attrs.tuple.name(), attrs.tuple.span());
+    check(attrs.tuples.name(), attrs.tuples.span());
     for literal in &attrs.literals {
         check("literal", Some(literal.span));
     }
@@ -525,6 +570,9 @@ fn build_struct<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::Fields
         if lit.key.is_none() {
             cx.error_at(lit.span, "`literal` needs a wire key: `key = \"...\"`");
         }
+        if let Some((span, _)) = lit.index {
+            cx.error_at(span, "`index` places a literal in a tuple (`#[codec(tuple)]`); a map's literal has a `key`");
+        }
         if !lit.value_written {
             cx.error_at(lit.span, "`literal` needs its value: `value = \"...\"`, `true`, `false` or a number");
         }
@@ -648,7 +696,67 @@ fn build_union<'a>(cx: &Ctxt, data: &'a syn::DataEnum) -> Union<'a> {
             variant.unique_type = names.iter().filter(|n| **n == names[i]).count() == 1;
         }
     }
-    Union { dispatch: Dispatch::ByType, variants }
+    Union { dispatch: Dispatch::ByType, tuples: false, variants }
+}
+
+/// The elements of a tuple struct: its literals at their positions, its fields in the others.
+fn build_tuple<'a>(cx: &Ctxt, literals: &[LiteralAttr], fields: &'a syn::FieldsUnnamed) -> Tuple<'a> {
+    let len = fields.unnamed.len() + literals.len();
+    let mut slots: Vec<Option<LitValue>> = vec![None; len];
+    for lit in literals {
+        if let Some(key) = &lit.key {
+            cx.error_spanned_by(key, "a tuple's literal has a position, not a key: `literal(index = 0, value = ...)`");
+        }
+        if let Some(after) = &lit.after {
+            cx.error_spanned_by(
+                after,
+                "a tuple's literal has a position, not `after`: `literal(index = 0, value = ...)`",
+            );
+        }
+        if !lit.value_written {
+            cx.error_at(lit.span, "`literal` needs its value: `value = \"...\"`, `true`, `false` or a number");
+        }
+        let Some((span, index)) = lit.index else {
+            cx.error_at(lit.span, "`literal` in a tuple needs its position: `index = 0`");
+            continue;
+        };
+        let Some(slot) = usize::try_from(index).ok().and_then(|i| slots.get_mut(i)) else {
+            cx.error_at(
+                span,
+                format!("the tuple has {len} elements (fields and literals): positions 0 to {}", len - 1),
+            );
+            continue;
+        };
+        if slot.is_some() {
+            cx.error_at(span, format!("two literals at position {index}"));
+        }
+        if let Some(value) = &lit.value {
+            *slot = Some(value.clone());
+        }
+    }
+    let mut fields_left = fields.unnamed.iter().enumerate();
+    let mut elements = Vec::with_capacity(len);
+    for slot in slots {
+        let element = match slot {
+            Some(value) => Element::Literal(value),
+            None => {
+                let Some((i, field)) = fields_left.next() else { break };
+                let attrs = FieldAttrs::from_attrs(cx, &field.attrs);
+                for span in [attrs.rename.span(), attrs.nullable.span()].into_iter().flatten() {
+                    cx.error_at(
+                        span,
+                        "a tuple element takes only value checks (an `Option<T>` element is `null` or a `T`)",
+                    );
+                }
+                check_type(cx, &field.ty);
+                let checks = build_checks(cx, &attrs.checks);
+                check_applicable(cx, &field.ty, &checks, &attrs.checks);
+                Element::Field { index: syn::Index::from(i), ty: &field.ty, checks }
+            }
+        };
+        elements.push(element);
+    }
+    Tuple { elements }
 }
 
 /// `T` when `ty` is `Option<T>` (also spelled `std::option::Option<T>` or `core::...`).

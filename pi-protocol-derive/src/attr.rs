@@ -135,6 +135,8 @@ pub struct LiteralAttr {
     pub value_written: bool,
     /// The key this literal follows in canonical order.
     pub after: Option<LitStr>,
+    /// `index = N`: the position of the literal in a tuple (`#[codec(tuple)]`).
+    pub index: Option<(Span, u64)>,
 }
 
 /// The value constraints a field or a newtype may carry, as written (the checks grammar).
@@ -243,6 +245,10 @@ pub struct ContainerAttrs {
     pub key_set: Attr<()>,
     /// `json`: emit the JSON view (serde impls in wire shape, `to_json`, `from_json`).
     pub json: Attr<()>,
+    /// `tuple`: a tuple struct is a fixed-length array, one element per field (and literal).
+    pub tuple: Attr<()>,
+    /// `tuples`: an enum tells its array variants apart by length and first element.
+    pub tuples: Attr<()>,
     /// `literal(...)` entries, in declared order.
     pub literals: Vec<LiteralAttr>,
     /// Value checks of a newtype.
@@ -258,6 +264,8 @@ impl ContainerAttrs {
             tags: Attr::none("tags"),
             key_set: Attr::none("key_set"),
             json: Attr::none("json"),
+            tuple: Attr::none("tuple"),
+            tuples: Attr::none("tuples"),
             literals: Vec::new(),
             checks: CheckAttrs::new(),
         };
@@ -282,13 +290,22 @@ impl ContainerAttrs {
                 } else if meta.path.is_ident("json") {
                     flag(cx, &meta)?;
                     out.json.set(cx, span, ());
+                } else if meta.path.is_ident("tuple") {
+                    flag(cx, &meta)?;
+                    out.tuple.set(cx, span, ());
+                } else if meta.path.is_ident("tuples") {
+                    flag(cx, &meta)?;
+                    out.tuples.set(cx, span, ());
                 } else if meta.path.is_ident("literal") {
                     out.literals.push(parse_literal(cx, &meta)?);
                 } else if !out.checks.parse(cx, &meta)? {
                     unknown(
                         cx,
                         &meta,
-                        &format!("expected one of `tag`, `tags`, `key_set`, `literal`, `json`, `crate`, {CHECK_NAMES}"),
+                        &format!(
+                            "expected one of `tag`, `tags`, `key_set`, `tuple`, `tuples`, `literal`, `json`, `crate`, \
+                             {CHECK_NAMES}"
+                        ),
                     )?;
                 }
                 Ok(())
@@ -500,7 +517,8 @@ fn literal_value(expr: &Expr, allow_null: bool) -> Option<LitValue> {
 }
 
 fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAttr> {
-    let mut out = LiteralAttr { span: path_span(meta), key: None, value: None, value_written: false, after: None };
+    let mut out =
+        LiteralAttr { span: path_span(meta), key: None, value: None, value_written: false, after: None, index: None };
     if !meta.input.peek(syn::token::Paren) {
         cx.error_spanned_by(
             &meta.path,
@@ -534,8 +552,15 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
             if out.after.replace(lit).is_some() {
                 cx.error_at(span, "duplicate `after` in `literal`");
             }
+        } else if inner.path.is_ident("index") {
+            let lit: syn::LitInt = inner.value()?.parse()?;
+            match lit.base10_parse::<u64>() {
+                Ok(n) if out.index.is_none() => out.index = Some((span, n)),
+                Ok(_) => cx.error_at(span, "duplicate `index` in `literal`"),
+                Err(_) => cx.error_spanned_by(&lit, "`index` is a position in the tuple, from 0"),
+            }
         } else {
-            unknown(cx, &inner, "expected one of `key`, `value`, `after`")?;
+            unknown(cx, &inner, "expected one of `key`, `value`, `after`, `index`")?;
         }
         Ok(())
     })?;

@@ -14,7 +14,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Dispatch, Entry, Newtype, Presence, Struct, Union, VariantKind};
+use crate::ast::{Container, Dispatch, Element, Entry, Newtype, Presence, Struct, Tuple, Union, VariantKind};
 use crate::attr::LitValue;
 use crate::checks;
 
@@ -227,6 +227,63 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
     }
 }
 
+/// `impl Decode<'de>` for a tuple struct: an array of exactly its length (`MinItems` or
+/// `MaxItems` at the array otherwise), each element read in turn, a literal checked
+/// (`Literal`), a value decoded and checked; errors name the element (`[2]`).
+pub fn tuple(cont: &Container<'_>, data: &Tuple<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let error = quote!(#krate::ProtocolError);
+    let rule = quote!(#krate::Rule);
+    let len = data.elements.len();
+    let len_u64 = proc_macro2::Literal::u64_unsuffixed(len as u64);
+    let mut reads = Vec::new();
+    let mut fields = Vec::new();
+    for (position, element) in data.elements.iter().enumerate() {
+        let at = proc_macro2::Literal::u64_unsuffixed(position as u64);
+        match element {
+            Element::Literal(value) => {
+                let test = literal_test(krate, value);
+                reads.push(quote! {
+                    let __value = __reader.read_scalar().map_err(|e| e.at_index(#at))?;
+                    if !#test {
+                        return ::core::result::Result::Err(#error::schema(#rule::Literal).at_index(#at));
+                    }
+                });
+            }
+            Element::Field { index, ty, checks } => {
+                let slot = format_ident!("__element{}", index.index);
+                let check = checks::statements(krate, &quote!(&#slot), ty, checks, &quote!(.at_index(#at)), 0);
+                reads.push(quote_spanned! {ty.span()=>
+                    let #slot = <#ty as #krate::Decode<'de>>::decode(__reader).map_err(|e| e.at_index(#at))?;
+                });
+                reads.push(check);
+                fields.push(slot);
+            }
+        }
+    }
+    quote! {
+        #[automatically_derived]
+        impl<'de> #krate::Decode<'de> for #ident {
+            const TYPES: #krate::JsonTypes = #krate::JsonTypes::ARRAY;
+
+            #[inline]
+            fn decode(__reader: &mut #krate::Reader<'de>) -> ::core::result::Result<Self, #error> {
+                let __count = __reader.enter_array()?;
+                if __count < #len {
+                    return ::core::result::Result::Err(#error::schema(#rule::MinItems { min: #len_u64 }));
+                }
+                if __count > #len {
+                    return ::core::result::Result::Err(#error::schema(#rule::MaxItems { max: #len_u64 }));
+                }
+                #(#reads)*
+                __reader.leave();
+                ::core::result::Result::Ok(#ident(#(#fields),*))
+            }
+        }
+    }
+}
+
 /// `impl Decode<'de>` for an enum.
 ///
 /// `decode` looks at the JSON type of the item: a map goes to `decode_entries` when the enum
@@ -276,8 +333,35 @@ pub fn union(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
         }
     });
     let unit_types = union.units().map(|(_, value)| literal_type(krate, value));
+    // `tuples`: an array goes to the first variant that accepts its length and first element.
+    let tuple_dispatch = union.tuples.then(|| {
+        let attempts = union.wrapped().map(|(variant, ty)| {
+            let name = variant.ident;
+            quote_spanned! {ty.span()=>
+                if <#ty as #krate::Decode<'de>>::TYPES.contains(#json_types::ARRAY)
+                    && <#ty as #krate::Positional>::accepts_elements(__len, __head.as_ref())
+                {
+                    return <#ty as #krate::Decode<'de>>::decode(__reader).map(#ident::#name);
+                }
+            }
+        });
+        quote! {
+            if __type == #json_types::ARRAY {
+                let mut __probe = __reader.clone();
+                let __len = __probe.enter_array()?;
+                let __head = if __len > 0 && !__probe.peek_json_type().contains(#json_types::ARRAY.union(#json_types::OBJECT)) {
+                    ::core::option::Option::Some(__probe.read_scalar()?)
+                } else {
+                    ::core::option::Option::None
+                };
+                #(#attempts)*
+                return ::core::result::Result::Err(#error::schema(#krate::Rule::NoVariant));
+            }
+        }
+    });
     let by_type = quote! {
         #(#unit_tests)*
+        #tuple_dispatch
         #(#wrap_attempts)*
         let __unit_types: #json_types = #json_types::NONE #(.union(#unit_types))*;
         ::core::result::Result::Err(#error::schema(if __unit_types.contains(__type) {

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::Type;
 
-use crate::ast::{Container, Struct, Union};
+use crate::ast::{Container, Newtype, Struct, Tuple, Union};
 use crate::decode::literal_test;
 
 /// `impl Tagged` for a struct: it accepts exactly its literal keys with their values.
@@ -77,6 +77,82 @@ pub fn no_key_set(cont: &Container<'_>) -> TokenStream {
             const KEYS: &'static [&'static str] = &[];
             const REQUIRED: &'static [&'static str] = &[];
             const MAP: bool = false;
+        }
+    }
+}
+
+/// `impl Positional` for a tuple struct: its length, and its literal at position 0 if it has one.
+pub fn tuple_positional(cont: &Container<'_>, data: &Tuple<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let len = data.elements.len();
+    let head = match data.head() {
+        Some(value) => {
+            let test = literal_test(krate, value);
+            quote! {
+                match __head {
+                    ::core::option::Option::Some(__value) => #test,
+                    ::core::option::Option::None => false,
+                }
+            }
+        }
+        None => quote!(true),
+    };
+    quote! {
+        #[automatically_derived]
+        impl #krate::Positional for #ident {
+            fn accepts_elements(__len: usize, __head: ::core::option::Option<&#krate::Scalar<'_>>) -> bool {
+                __len == #len && #head
+            }
+        }
+    }
+}
+
+/// `impl Positional` for a newtype: what its inner value accepts (a text newtype: no array).
+pub fn newtype_positional(cont: &Container<'_>, newtype: &Newtype<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let inner = newtype.inner;
+    let body = if newtype.text {
+        quote!(false)
+    } else {
+        quote_spanned!(inner.span()=> <#inner as #krate::Positional>::accepts_elements(__len, __head))
+    };
+    quote! {
+        #[automatically_derived]
+        impl #krate::Positional for #ident {
+            fn accepts_elements(__len: usize, __head: ::core::option::Option<&#krate::Scalar<'_>>) -> bool {
+                let _ = (__len, __head);
+                #body
+            }
+        }
+    }
+}
+
+/// `impl Positional` for a map-shaped struct: no array.
+pub fn no_positional(cont: &Container<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    quote! {
+        #[automatically_derived]
+        impl #krate::Positional for #ident {}
+    }
+}
+
+/// `impl Positional` for an enum: what any of its variants accepts.
+pub fn enum_positional(cont: &Container<'_>, union: &Union<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let tests = union
+        .wrapped()
+        .map(|(_, ty)| quote_spanned!(ty.span()=> <#ty as #krate::Positional>::accepts_elements(__len, __head)));
+    quote! {
+        #[automatically_derived]
+        impl #krate::Positional for #ident {
+            fn accepts_elements(__len: usize, __head: ::core::option::Option<&#krate::Scalar<'_>>) -> bool {
+                let _ = (__len, __head);
+                false #(|| #tests)*
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Entry, Newtype, Presence, Struct, Union, VariantKind};
+use crate::ast::{Container, Element, Entry, Newtype, Presence, Struct, Tuple, Union, VariantKind};
 use crate::attr::LitValue;
 
 /// `impl Encode` for a newtype: its inner value (a text newtype: one text string).
@@ -122,6 +122,28 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
         impl #krate::Encode for #ident {
             fn encode(&self, __writer: &mut #krate::Writer) {
                 #header
+                #(#writes)*
+            }
+        }
+    }
+}
+
+/// `impl Encode` for a tuple struct: an array of its elements in position order.
+pub fn tuple(cont: &Container<'_>, data: &Tuple<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let len = Literal::usize_unsuffixed(data.elements.len());
+    let writes = data.elements.iter().map(|element| match element {
+        Element::Literal(value) => write_literal(value),
+        Element::Field { index, ty, .. } => {
+            quote_spanned!(ty.span()=> <#ty as #krate::Encode>::encode(&self.#index, __writer);)
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl #krate::Encode for #ident {
+            fn encode(&self, __writer: &mut #krate::Writer) {
+                __writer.array_header(#len);
                 #(#writes)*
             }
         }

@@ -19,6 +19,13 @@
 //!   stored in the struct. Literals come first in canonical order, unless
 //!   `after = "<wire key>"` places one right behind another key. Structs also implement
 //!   `Tagged` (their literals) and `KeySet` (their keys).
+//! - **Tuple** `#[codec(tuple)] struct X(A, B);`: a fixed-length array, one element per field
+//!   in order. `literal(index = 0, value = "s")` puts a fixed element (not stored) at a
+//!   position, the fields filling the others: `["s", path, value]` is
+//!   `#[codec(tuple, literal(index = 0, value = "s"))] struct Set(Path, Payload);`. An array of
+//!   another length is a `MinItems`/`MaxItems` error; an element's error names its position
+//!   (`[1][0]`). Fields take value checks; an `Option<T>` element is `null` or a `T`. Tuples
+//!   implement `Positional` (their length and first literal).
 //! - **Enum**: a union. A value is first told apart by its JSON type (each variant's
 //!   `Decode::TYPES`): a unit variant `#[codec(value = "off")] Off` stands for one literal
 //!   (a string, a number, `true`/`false`, or `null`), a tuple variant `V(T)` for any value of
@@ -32,6 +39,10 @@
 //!     error names the first key at which no variant fits.
 //!   - `key_set`: the set of keys in the map picks the variant (`KeySet::matches_keys`); no
 //!     match is a `NoVariant` error.
+//!
+//!   - `tuples`: arrays (whatever tells the maps apart) go to the first variant whose
+//!     `Positional` accepts their length and first element (a union of `#[codec(tuple)]`
+//!     structs such as `["t", count]` and `["t", path, count]`); none is a `NoVariant` error.
 //!
 //!   An enum told apart by tags or key sets may also hold variants that are not maps
 //!   (`V(String)`, unit variants): an item that is not a map goes to them by its JSON type
@@ -138,6 +149,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(validate::newtype(&cont, newtype));
             out.extend(dispatch::newtype_tagged(&cont));
             out.extend(dispatch::no_key_set(&cont));
+            out.extend(dispatch::newtype_positional(&cont, newtype));
             out.extend(newtype::api(&cont, newtype));
             out
         }
@@ -147,6 +159,16 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(validate::structure(&cont, data));
             out.extend(dispatch::struct_tagged(&cont, data));
             out.extend(dispatch::struct_key_set(&cont, data));
+            out.extend(dispatch::no_positional(&cont));
+            out
+        }
+        Shape::Tuple(data) => {
+            let mut out = decode::tuple(&cont, data);
+            out.extend(encode::tuple(&cont, data));
+            out.extend(validate::tuple(&cont, data));
+            out.extend(dispatch::newtype_tagged(&cont));
+            out.extend(dispatch::no_key_set(&cont));
+            out.extend(dispatch::tuple_positional(&cont, data));
             out
         }
         Shape::Union(union) => {
@@ -156,6 +178,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             out.extend(dispatch::enum_tagged(&cont, union));
             out.extend(dispatch::no_key_set(&cont));
             out.extend(dispatch::enum_from(&cont, union));
+            out.extend(dispatch::enum_positional(&cont, union));
             out
         }
     };

@@ -8,7 +8,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Newtype, Presence, Struct, Union, VariantKind};
+use crate::ast::{Container, Element, Newtype, Presence, Struct, Tuple, Union, VariantKind};
 use crate::checks;
 
 /// `impl Validate` for a newtype: its checks, then the inner value's own validation.
@@ -74,6 +74,34 @@ pub fn structure(cont: &Container<'_>, data: &Struct<'_>) -> TokenStream {
         impl #krate::Validate for #ident {
             fn validate(&self) -> ::core::result::Result<(), #krate::ProtocolError> {
                 #(#fields)*
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+}
+
+/// `impl Validate` for a tuple struct: each element's checks and own validation, the error
+/// naming its position.
+pub fn tuple(cont: &Container<'_>, data: &Tuple<'_>) -> TokenStream {
+    let krate = &cont.krate;
+    let ident = cont.ident;
+    let elements = data.elements.iter().enumerate().filter_map(|(position, element)| {
+        let Element::Field { index, ty, checks } = element else { return None };
+        let at = proc_macro2::Literal::u64_unsuffixed(position as u64);
+        let checks = checks::statements(krate, &quote!(__value), ty, checks, &quote!(.at_index(#at)), 0);
+        Some(quote_spanned! {ty.span()=>
+            {
+                let __value = &self.#index;
+                #checks
+                <#ty as #krate::Validate>::validate(__value).map_err(|e| e.at_index(#at))?;
+            }
+        })
+    });
+    quote! {
+        #[automatically_derived]
+        impl #krate::Validate for #ident {
+            fn validate(&self) -> ::core::result::Result<(), #krate::ProtocolError> {
+                #(#elements)*
                 ::core::result::Result::Ok(())
             }
         }

@@ -147,6 +147,57 @@ pub trait Tagged {
     }
 }
 
+/// An array-shaped type that a union of tuples can pick by the array's length and its first
+/// element, without decoding it first: a derived tuple struct (`#[codec(tuple)]`, a fixed-length
+/// array such as `["s", path, value]`) accepts its own length and, when its first element is a
+/// literal, that literal. A union accepts what any of its variants accepts; a plain array
+/// (`Vec<T>`) and an opaque value accept every array; every other type accepts none.
+///
+/// This is how a union of tuples (`#[codec(tuples)]`, such as Delta's wire ops) picks its
+/// variant.
+pub trait Positional {
+    /// Whether an array of `len` elements whose first element is `head` (`None` when the array
+    /// is empty or its first element is not a scalar) can be this type.
+    fn accepts_elements(len: usize, head: Option<&Scalar<'_>>) -> bool {
+        let _ = (len, head);
+        false
+    }
+}
+
+/// `Positional` for types that accept no array, or every array.
+macro_rules! positional {
+    ($(impl$(<$param:ident>)? for $ty:ty = $any:expr;)*) => {$(
+        impl$(<$param>)? Positional for $ty {
+            fn accepts_elements(_len: usize, _head: Option<&Scalar<'_>>) -> bool {
+                $any
+            }
+        }
+    )*};
+}
+
+positional! {
+    impl for String = false;
+    impl for bool = false;
+    impl for crate::Integer = false;
+    impl for crate::Number = false;
+    impl for crate::Null = false;
+    impl<T> for crate::Record<T> = false;
+    impl for crate::Payload = true;
+    impl<T> for Vec<T> = true;
+}
+
+impl<T: Positional> Positional for Option<T> {
+    fn accepts_elements(len: usize, head: Option<&Scalar<'_>>) -> bool {
+        T::accepts_elements(len, head)
+    }
+}
+
+impl<T: Positional> Positional for Box<T> {
+    fn accepts_elements(len: usize, head: Option<&Scalar<'_>>) -> bool {
+        T::accepts_elements(len, head)
+    }
+}
+
 /// A map-shaped type described by its set of keys, which lets a key-set union (a target is a
 /// server target or a session target) pick it from the keys a map holds.
 ///

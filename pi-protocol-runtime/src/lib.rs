@@ -44,7 +44,8 @@ pub mod wire_json;
 
 pub use cbor::{decode_cbor, encode_cbor, CborValue, Reader, Writer};
 pub use codec::{
-    key_equals, Decode, Encode, JsonTypes, KeySet, LiteralEntry, Scalar, Tagged, Validate, MAX_CONSUMED_ENTRIES,
+    key_equals, Decode, Encode, JsonTypes, KeySet, LiteralEntry, Positional, Scalar, Tagged, Validate,
+    MAX_CONSUMED_ENTRIES,
 };
 pub use containers::INITIAL_ITEMS_BYTES;
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};

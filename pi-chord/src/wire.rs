@@ -1,1 +1,0 @@
-//! Chord's wire grammar: service calls, control calls, catalogues, snapshots and updates.
