@@ -49,6 +49,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "chord")]
+mod chord;
 mod error;
 mod task;
 mod updates;
@@ -66,6 +68,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 pub use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "chord")]
+pub use self::chord::{AppliedUpdate, ServiceSubscription, ServiceUpdateError};
 pub use self::error::{ConnectError, RequestError};
 use self::task::{BoxedTransport, Command, Shared, UpdateCopy};
 pub use self::updates::{Updates, UpdatesError};
@@ -328,6 +332,9 @@ struct Inner {
     opening: tokio::sync::Mutex<()>,
     shared: Arc<Shared>,
     next_token: AtomicU64,
+    /// The number of the last subscription [`Client::subscribe_service`] named (`service-N`).
+    #[cfg_attr(not(feature = "chord"), allow(dead_code))]
+    next_subscription: AtomicU64,
 }
 
 /// An async Pi client (feature `tokio`): see the [module docs](self) for an example.
@@ -398,6 +405,7 @@ impl Client {
                 opening: tokio::sync::Mutex::new(()),
                 shared: Arc::new(Shared { state, attachment }),
                 next_token: AtomicU64::new(0),
+                next_subscription: AtomicU64::new(0),
             }),
         };
         client.connect().await?;
