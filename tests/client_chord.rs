@@ -31,16 +31,24 @@ async fn serve(io: tokio::io::DuplexStream, bad: bool) {
             connection.publish_update(id.clone(), update.to_payload().unwrap()).unwrap();
         };
         let answer: Result<Option<Value>, ErrorBody> = match (call["serviceId"].as_str(), call["member"].as_str()) {
-            (Some("$chord.service"), Some("catalogue")) if bad => Ok(Some(json!([{"serviceId": "", "mode": "singleton"}]))),
-            (Some("$chord.service"), Some("catalogue")) => Ok(Some(json!([{"serviceId": "demo.counter", "mode": "singleton"}]))),
+            (Some("$chord.service"), Some("catalogue")) if bad => {
+                Ok(Some(json!([{"serviceId": "", "mode": "singleton"}])))
+            }
+            (Some("$chord.service"), Some("catalogue")) => {
+                Ok(Some(json!([{"serviceId": "demo.counter", "mode": "singleton"}])))
+            }
             (Some("$chord.service"), Some("subscribe")) if args[2] == "keyed" => Err(ErrorBody::new(
                 ErrorCode::new("service_mode_mismatch").unwrap(),
                 "Remote service demo.counter is singleton, not keyed",
             )),
             (Some("$chord.service"), Some("subscribe")) => {
                 let id = SubscriptionId::new(args[0].as_str().unwrap()).unwrap();
-                let mut publisher = SubscriptionPublisher::new(Id::new("demo.counter").unwrap(), ServiceMode::Singleton);
-                let members = vec![ServiceMember::method("bump").unwrap(), ServiceMember::state("count", 0, count.clone()).unwrap()];
+                let mut publisher =
+                    SubscriptionPublisher::new(Id::new("demo.counter").unwrap(), ServiceMode::Singleton);
+                let members = vec![
+                    ServiceMember::method("bump").unwrap(),
+                    ServiceMember::state("count", 0, count.clone()).unwrap(),
+                ];
                 let snapshot = publisher.snapshot(&[ServiceInstance::new(members)]).unwrap();
                 // An update that overtakes the snapshot's answer.
                 count = json!({"value": count["value"].as_i64().unwrap() + 1, "log": format!("{}+1", count["log"].as_str().unwrap())});
@@ -65,7 +73,8 @@ async fn serve(io: tokio::io::DuplexStream, bad: bool) {
             }
             (Some("demo.counter"), Some("skip")) => {
                 for (id, _) in &subscriptions {
-                    let update = json!({"type": "state", "member": "count", "sequence": 99, "ops": [["r", {"value": -1}]]});
+                    let update =
+                        json!({"type": "state", "member": "count", "sequence": 99, "ops": [["r", {"value": -1}]]});
                     connection.publish_update(id.clone(), Payload::from_value(&update).unwrap()).unwrap();
                 }
                 Ok(None)
@@ -101,7 +110,8 @@ async fn the_catalogue_is_read_with_chords_parser() {
 #[tokio::test]
 async fn a_subscription_has_its_snapshot_then_each_update_with_the_value_applied() {
     let client = client(false).await;
-    let mut counter = client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
+    let mut counter =
+        client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
     assert_eq!(counter.id().as_str(), "service-1");
     assert_eq!(counter.snapshot().service_id.as_str(), "demo.counter");
     let states: Vec<Value> = counter.states().iter().map(|s| s.to_json()).collect();
@@ -137,9 +147,13 @@ async fn a_subscription_has_its_snapshot_then_each_update_with_the_value_applied
 #[tokio::test]
 async fn an_update_the_registry_refuses_ends_the_subscription() {
     let client = client(false).await;
-    let mut counter = client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
+    let mut counter =
+        client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
     assert!(counter.next().await.unwrap().is_ok(), "the early update");
-    client.request(CallTarget::Server, pi_protocol::client::service_call("demo.counter", "skip", json!([])).unwrap()).await.unwrap();
+    client
+        .request(CallTarget::Server, pi_protocol::client::service_call("demo.counter", "skip", json!([])).unwrap())
+        .await
+        .unwrap();
     match counter.next().await {
         Some(Err(ServiceUpdateError::Invalid(message))) => assert!(message.contains("gap"), "{message}"),
         other => panic!("expected a refused update, got {other:?}"),
@@ -155,7 +169,8 @@ async fn a_refused_subscribe_keeps_the_servers_code_and_a_disconnect_ends_the_st
         Err(RequestError::Server(error)) => assert_eq!(error.code.as_str(), "service_mode_mismatch"),
         other => panic!("expected service_mode_mismatch, got {other:?}"),
     }
-    let mut counter = client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
+    let mut counter =
+        client.subscribe_service(CallTarget::Server, "demo.counter", ServiceMode::Singleton).await.unwrap();
     assert_eq!(counter.id().as_str(), "service-2", "ids are not reused");
     client.disconnect().await;
     assert!(counter.next().await.unwrap().is_ok(), "what arrived before is still applied");

@@ -1,7 +1,7 @@
 //! `pi-protocol`: decode, encode, inspect and summarise Pi protocol streams from the command
 //! line, against the built-in version 8 schema or any schema file (`--schema FILE`), compare
 //! two revisions of a schema (`schema diff`), and speak to live servers (`discover`, `call`,
-//! `catalogue`).
+//! `catalogue`, `subscribe`).
 //!
 //! Exit status: 0 on success, 1 on invalid input (after writing everything before it) or a
 //! compatibility requirement that breaks, 2 on bad arguments or an unusable schema file.
@@ -17,6 +17,7 @@ mod remote;
 mod resolve;
 mod schema_diff;
 mod stats;
+mod subscribe;
 mod summary;
 
 use std::fs::File;
@@ -89,6 +90,13 @@ enum Command {
     /// List the services of a live server ($chord.service catalogue): one JSON line
     /// {"serviceId", "mode"} per service.
     Catalogue(remote::CatalogueArgs),
+    /// Follow a Chord service of a live server: one JSON line {"member", "instance",
+    /// "sequence", "value"} per state member of the snapshot, then one per update, with the
+    /// member's whole value after the update's ops.
+    ///
+    /// A refused subscribe prints the server's code and message on stderr (exit status 1), as an
+    /// update that cannot be followed does; usage and connection errors exit with status 2.
+    Subscribe(subscribe::SubscribeArgs),
 }
 
 /// Which peer wrote the stream: `client` streams hold client messages, `server` streams server
@@ -157,6 +165,7 @@ fn main() -> ExitCode {
         Command::Discover(args) => remote::discover(args),
         Command::Call(args) => remote::call(args),
         Command::Catalogue(args) => remote::catalogue(args),
+        Command::Subscribe(args) => subscribe::subscribe(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -17,7 +17,8 @@ fn help(args: &[&str]) -> String {
     text
 }
 
-const SUBCOMMANDS: [&str; 8] = ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue"];
+const SUBCOMMANDS: [&str; 9] =
+    ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue", "subscribe"];
 
 #[test]
 fn the_top_level_help_lists_every_subcommand_without_markup() {
@@ -32,7 +33,7 @@ fn the_top_level_help_lists_every_subcommand_without_markup() {
             .collect();
         assert_eq!(
             commands,
-            ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue", "help"],
+            ["decode", "encode", "inspect", "stats", "schema", "discover", "call", "catalogue", "subscribe", "help"],
             "{args:?}: {text}"
         );
         assert!(!text.contains('`'), "{args:?}: {text}");

@@ -145,3 +145,119 @@ fn catalogue_prints_one_line_per_service() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "{\"serviceId\":\"demo.echo\",\"mode\":\"singleton\"}\n");
 }
+
+/// A counter served with Chord's shapes on a Unix socket: `subscribe` answers the snapshot of
+/// `count` = `{value, log}`; `bump(n)` publishes the new value before its answer.
+async fn serve_counter(listener: tokio::net::UnixListener) {
+    use pi_protocol::chord::subscription::{ServiceInstance, ServiceMember, SubscriptionPublisher};
+    use pi_protocol::chord::wire::{Id, ServiceMode};
+    use pi_protocol::connection::{ServerEvent, ServerOptions};
+    use pi_protocol::io::ServerDriver;
+    use pi_protocol::{Payload, ServerConnection, SubscriptionId};
+    use serde_json::json;
+
+    let count = std::sync::Arc::new(std::sync::Mutex::new(json!({"value": 0, "log": ""})));
+    let publishers = std::sync::Arc::new(tokio::sync::Mutex::new(Vec::<(
+        SubscriptionId,
+        SubscriptionPublisher,
+        tokio::sync::mpsc::UnboundedSender<Payload>,
+    )>::new()));
+    while let Ok((stream, _)) = listener.accept().await {
+        let (count, publishers) = (count.clone(), publishers.clone());
+        tokio::spawn(async move {
+            let id = ServerId::new(SERVER).unwrap();
+            let mut driver = ServerDriver::new(stream, ServerConnection::new(id, ServerOptions::default()));
+            let (updates_tx, mut updates) = tokio::sync::mpsc::unbounded_channel::<Payload>();
+            let mut mine: Vec<SubscriptionId> = Vec::new();
+            loop {
+                let event = tokio::select! {
+                    event = driver.next_event() => event,
+                    Some(update) = updates.recv() => {
+                        if let Some(sub) = mine.first() {
+                            let _ = driver.connection_mut().publish_update(sub.clone(), update);
+                        }
+                        continue;
+                    }
+                };
+                let Some(event) = event else { break };
+                let ServerEvent::Request(request) = event else { continue };
+                let call = request.call.to_value();
+                let args = call["args"].clone();
+                let answer = match (call["serviceId"].as_str().unwrap(), call["member"].as_str().unwrap()) {
+                    ("$chord.service", "subscribe") => {
+                        let sub = SubscriptionId::new(args[0].as_str().unwrap()).unwrap();
+                        let mut publisher =
+                            SubscriptionPublisher::new(Id::new("demo.counter").unwrap(), ServiceMode::Singleton);
+                        let value = count.lock().unwrap().clone();
+                        let members = vec![
+                            ServiceMember::method("bump").unwrap(),
+                            ServiceMember::state("count", 0, value).unwrap(),
+                        ];
+                        let snapshot = publisher.snapshot(&[ServiceInstance::new(members)]).unwrap();
+                        publishers.lock().await.push((sub.clone(), publisher, updates_tx.clone()));
+                        mine.push(sub);
+                        Some(snapshot.to_payload().unwrap())
+                    }
+                    ("demo.counter", "bump") => {
+                        let n = args[0].as_i64().unwrap();
+                        let value = {
+                            let mut count = count.lock().unwrap();
+                            *count = json!({"value": count["value"].as_i64().unwrap() + n, "log": format!("{}+{n}", count["log"].as_str().unwrap())});
+                            count.clone()
+                        };
+                        for (_, publisher, to) in publishers.lock().await.iter_mut() {
+                            if let Some(update) = publisher.publish(None, "count", value.clone()).unwrap() {
+                                let _ = to.send(update.to_payload().unwrap());
+                            }
+                        }
+                        None
+                    }
+                    _ => None,
+                };
+                let _ = driver.connection_mut().respond(&request.id, Ok(answer));
+            }
+        });
+    }
+}
+
+#[test]
+fn subscribe_prints_the_snapshot_then_each_updated_value() {
+    let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-subscribe", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = socket_path(&dir, &ServerId::new(SERVER).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
+    runtime.spawn(serve_counter(listener));
+    let path = socket.to_str().unwrap().to_owned();
+
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
+        .args(["subscribe", "--unix", &path, "demo.counter", "--mode", "singleton", "--updates", "2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bump once the follower's subscription exists: its first line is the snapshot's.
+    let mut stdout = std::io::BufReader::new(follower.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    for n in ["2", "3"] {
+        let out = run(&["call", "--unix", &path, "demo.counter", "bump", &format!("[{n}]")]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(follower.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        format!("{first}{rest}"),
+        concat!(
+            r#"{"member":"count","instance":null,"sequence":0,"value":{"value":0,"log":""}}"#,
+            "\n",
+            r#"{"member":"count","instance":null,"sequence":1,"value":{"value":2,"log":"+2"}}"#,
+            "\n",
+            r#"{"member":"count","instance":null,"sequence":2,"value":{"value":5,"log":"+2+3"}}"#,
+            "\n",
+        )
+    );
+    runtime.shutdown_background();
+    let _ = std::fs::remove_dir_all(&dir);
+}
