@@ -411,3 +411,33 @@ async fn a_call_beyond_the_frame_limit_is_refused_locally_and_the_connection_goe
     let Seen::Request { call: first, .. } = next_seen(&mut seen, is_request).await else { unreachable!() };
     assert_eq!(first["args"], json!(["small"]), "the refused call never reached the server");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_stops_reading_cannot_hold_disconnect_past_the_shutdown_timeout() {
+    // The server answers the handshake, then never reads: a large call stays queued.
+    let (io, mut server) = tokio::io::duplex(1024);
+    let holder = tokio::spawn(async move {
+        let length = server.read_u32().await.unwrap();
+        server.read_exact(&mut vec![0; length as usize]).await.unwrap();
+        server
+            .write_all(&encode_server_message(&ServerMessage::Hello(ServerHello::new(server_id()))).unwrap())
+            .await
+            .unwrap();
+        std::future::pending::<()>().await;
+        drop(server);
+    });
+    let builder = Client::builder().server_id(server_id()).shutdown_timeout(Duration::from_secs(2));
+    let client = builder.connect_stream(io).await.unwrap();
+    let stuck = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client.request(CallTarget::Server, call("demo.echo", "echo", json!(["x".repeat(100_000)]))).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let started = tokio::time::Instant::now();
+    client.disconnect().await;
+    assert_eq!(started.elapsed(), Duration::from_secs(2), "disconnect gave up at the shutdown timeout");
+    assert_eq!(stuck.await.unwrap(), Err(RequestError::Disconnected(CloseReason::Local)));
+    holder.abort();
+}

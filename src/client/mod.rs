@@ -15,6 +15,10 @@
 //! one ([`reconnect`](Client::reconnect)); a request whose future is dropped before it settles
 //! (or whose [`CancellationToken`] fires) sends `cancel`.
 //!
+//! With the `chord` feature, [`Client::catalogue`] reads the `$chord.service` catalogue with
+//! Chord's strict parser and [`Client::subscribe_service`] follows a service: its snapshot, then
+//! each update decoded with the replicated state applied (`ServiceSubscription`).
+//!
 //! # Example
 //!
 //! A session against a server (here one in the same process, answering over
@@ -74,11 +78,18 @@ pub use self::error::{ConnectError, RequestError};
 use self::task::{BoxedTransport, Command, Shared, UpdateCopy};
 pub use self::updates::{Updates, UpdatesError};
 use crate::connection::{CallTarget, CloseReason};
+/// Discovery of the servers of a directory, as pi-client's `discoverUnixServers` (the same items
+/// as in [`crate::io::unix`]).
+#[cfg(unix)]
+pub use crate::io::unix::{discover, discover_with, DiscoverOptions, DiscoveredServer};
 use crate::io::{ClientDriver, DriverOptions};
 use crate::{ClientConnection, ClientOptions, Payload, ProtocolError, ServerId, SessionTarget, SubscriptionId};
 
 /// The default of [`ClientBuilder::handshake_timeout`]: 10 s.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default of [`ClientBuilder::shutdown_timeout`]: 5 s.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The default of [`ClientBuilder::max_buffered_update_bytes`]: 16 MiB, one frame of the
 /// default frame limit.
@@ -207,6 +218,11 @@ pub struct ClientBuilder {
     /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`], 10 s); past it, connecting fails with
     /// [`ConnectError::Timeout`].
     pub handshake_timeout: Duration,
+    /// The longest a connection that ended may take to write what it had queued and shut its
+    /// stream down (default [`DEFAULT_SHUTDOWN_TIMEOUT`], 5 s): a server that stops reading
+    /// cannot hold [`Client::disconnect`], or a dropped client's task, longer. Past it the
+    /// stream is dropped unwritten. Pending calls have failed before that.
+    pub shutdown_timeout: Duration,
     /// The most bytes of unread updates each [`Updates`] stream holds (default
     /// [`DEFAULT_MAX_BUFFERED_UPDATE_BYTES`], 16 MiB; each update counts its payload bytes plus
     /// 64): past it the stream ends with [`UpdatesError::Overflow`].
@@ -219,6 +235,7 @@ impl Default for ClientBuilder {
             connection: ClientOptions::default(),
             driver: DriverOptions::default(),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             max_buffered_update_bytes: DEFAULT_MAX_BUFFERED_UPDATE_BYTES,
         }
     }
@@ -252,6 +269,12 @@ impl ClientBuilder {
     /// Sets [`handshake_timeout`](Self::handshake_timeout).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Sets [`shutdown_timeout`](Self::shutdown_timeout).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
         self
     }
 
@@ -432,7 +455,11 @@ impl Client {
         let driver = ClientDriver::with_options(transport, connection, builder.driver.clone());
         let (commands, receiver) = mpsc::unbounded_channel();
         let (ready, handshake) = oneshot::channel();
-        let copy = UpdateCopy { below: builder.driver.read_chunk.max(1), codec: builder.connection.codec };
+        let copy = UpdateCopy {
+            below: builder.driver.read_chunk.max(1),
+            codec: builder.connection.codec,
+            shutdown_timeout: builder.shutdown_timeout,
+        };
         tokio::spawn(task::run(driver, receiver, shared.clone(), ready, copy));
         match tokio::time::timeout_at(deadline, handshake).await {
             Ok(Ok(Ok(_server_id))) => {

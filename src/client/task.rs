@@ -48,11 +48,13 @@ pub(crate) struct Shared {
     pub(crate) attachment: watch::Sender<Option<SessionTarget>>,
 }
 
-/// How the task treats update payloads (see [`Queue::push`]).
+/// How the task treats update payloads (see [`Queue::push`]), and how long it lets an ended
+/// connection write and shut down.
 #[derive(Debug, Clone)]
 pub(crate) struct UpdateCopy {
     pub(crate) below: usize,
     pub(crate) codec: CodecOptions,
+    pub(crate) shutdown_timeout: std::time::Duration,
 }
 
 struct Waiter {
@@ -85,8 +87,15 @@ pub(crate) async fn run(
     let mut ready = Some(ready);
     let mut book = Book::default();
     let mut listening = true;
+    // Set once the connection ended: the last writes and the shutdown must be done by then.
+    let mut give_up: Option<tokio::time::Instant> = None;
     loop {
+        if give_up.is_none() && book.closed.is_some() {
+            give_up = Some(tokio::time::Instant::now() + copy.shutdown_timeout);
+        }
+        let deadline = give_up.unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
+            () = tokio::time::sleep_until(deadline), if give_up.is_some() => break,
             command = commands.recv(), if listening => match command {
                 None => {
                     // Every handle is gone: nobody can make or await a call any more.
