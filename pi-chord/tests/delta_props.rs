@@ -42,7 +42,10 @@ fn non_root() -> impl Strategy<Value = Path> + Clone {
 
 fn segments(min: usize) -> impl Strategy<Value = Path> + Clone {
     prop::collection::vec(
-        prop_oneof![prop::sample::select(&KEYS[..]).prop_map(PathSegment::from), (0u64..4).prop_map(PathSegment::Index)],
+        prop_oneof![
+            prop::sample::select(&KEYS[..]).prop_map(PathSegment::from),
+            (0u64..4).prop_map(PathSegment::Index)
+        ],
         min..4,
     )
     .prop_map(Path::from)

@@ -50,9 +50,7 @@ impl Fault {
             Fault::Unresolvable => DeltaError::UnresolvablePath { index, path: excerpt(path) },
             Fault::UnsafeKey(segment) => DeltaError::UnsafeSegment { index, path: excerpt(path), segment },
             Fault::OutOfRange(position) => DeltaError::IndexOutOfRange { index, path: excerpt(path), position },
-            Fault::SplitsSurrogatePair(count) => {
-                DeltaError::SplitsSurrogatePair { index, path: excerpt(path), count }
-            }
+            Fault::SplitsSurrogatePair(count) => DeltaError::SplitsSurrogatePair { index, path: excerpt(path), count },
         }
     }
 }

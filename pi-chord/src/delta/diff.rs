@@ -164,7 +164,8 @@ impl<'a> Differ<'a> {
             return;
         }
         let prefix = before.iter().zip(after).take_while(|(b, a)| b == a).count();
-        let suffix = before[prefix..].iter().rev().zip(after[prefix..].iter().rev()).take_while(|(b, a)| b == a).count();
+        let suffix =
+            before[prefix..].iter().rev().zip(after[prefix..].iter().rev()).take_while(|(b, a)| b == a).count();
         let shorter = before.len().min(after.len());
         if prefix + suffix == shorter {
             let remove = before.len() - prefix - suffix;

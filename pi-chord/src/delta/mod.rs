@@ -50,7 +50,7 @@
 //! paths may not name [`RESERVED_SEGMENTS`], must resolve through existing keys and elements,
 //! and an array index may address an element or the position just past the last. Strings are
 //! counted in UTF-16 code units as JavaScript counts them. Where Rust cannot follow Chord (a
-//! `t` that would leave half of a surrogate pair, numbers past 2^64 as path ids or segments)
+//! `t` that would leave half of a surrogate pair, a number past 2^64 as a path segment)
 //! the op is refused; Chord's own producer writes neither.
 
 mod apply;

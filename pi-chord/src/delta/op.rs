@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::path::{check_wire_path, excerpt_value, excerpt_values, js_identity, js_uint, Path};
+use super::path::{check_wire_path, excerpt_value, excerpt_values, js_path_id, js_uint, path_id_json, Path};
 use super::DeltaError;
 
 /// One decoded operation on a value: Chord's `Op` tuple, with its complete path.
@@ -102,13 +102,9 @@ impl Op {
             Op::Delete { path: p } => vec![verb("d"), path(p)],
             Op::Append { path: p, text } => vec![verb("a"), path(p), Value::String(text.clone())],
             Op::Truncate { path: p, count } => vec![verb("t"), path(p), Value::from(*count)],
-            Op::Splice { path: p, index, remove, items } => vec![
-                verb("p"),
-                path(p),
-                Value::from(*index),
-                Value::from(*remove),
-                Value::Array(items.clone()),
-            ],
+            Op::Splice { path: p, index, remove, items } => {
+                vec![verb("p"), path(p), Value::from(*index), Value::from(*remove), Value::Array(items.clone())]
+            }
         })
     }
 
@@ -165,7 +161,9 @@ impl Op {
 pub enum PathRef {
     /// The complete path, written out.
     Inline(Path),
-    /// An id defined by an earlier `["#", id, path]` of the stream.
+    /// An id defined by an earlier `["#", id, path]` of the stream. Ids below 2^53 (all an
+    /// encoder writes) are themselves; a larger one is held as the bit pattern of the double
+    /// JavaScript reads it as, so that ids are told apart exactly as Chord tells them apart.
     Id(u64),
 }
 
@@ -175,7 +173,7 @@ impl PathRef {
     pub fn to_json(&self) -> Value {
         match self {
             PathRef::Inline(p) => p.to_json(),
-            PathRef::Id(id) => Value::from(*id),
+            PathRef::Id(id) => path_id_json(*id),
         }
     }
 }
@@ -203,7 +201,7 @@ pub enum WireOp {
     Replace(Value),
     /// `["#", id, path]`: defines (or redefines) a path id for the rest of the stream.
     Define {
-        /// The id.
+        /// The id (as in [`PathRef::Id`]).
         id: u64,
         /// The path it stands for (the root allowed, for a root splice).
         path: Path,
@@ -267,7 +265,7 @@ impl WireOp {
         }
         match self {
             WireOp::Replace(v) => Value::Array(vec![verb("r"), v]),
-            WireOp::Define { id, path } => Value::Array(vec![verb("#"), Value::from(id), path.to_json()]),
+            WireOp::Define { id, path } => Value::Array(vec![verb("#"), path_id_json(id), path.to_json()]),
             WireOp::Set { path, value } => with("s", path, [value]),
             WireOp::Delete { path } => with("d", path, []),
             WireOp::Append { path, text } => with("a", path, [Value::String(text)]),
@@ -387,7 +385,9 @@ pub(crate) struct WireView<'w> {
 
 fn wire_ref(r: &Value, index: usize) -> Result<RefView<'_>, DeltaError> {
     match r {
-        Value::Number(_) => js_identity(r).map(RefView::Id).ok_or(DeltaError::Malformed { index, reason: "bad path id" }),
+        Value::Number(_) => {
+            js_path_id(r).map(RefView::Id).ok_or(DeltaError::Malformed { index, reason: "bad path id" })
+        }
         Value::Array(items) => {
             check_path(items, index)?;
             Ok(RefView::Inline(items))
@@ -435,7 +435,7 @@ pub(crate) fn parse_wire(op: &Value, index: usize) -> Result<WireView<'_>, Delta
         }
         ('p', _) => return Err(malformed("p arity")),
         ('#', 3) => {
-            let id = js_identity(&t[1]).ok_or(malformed("# shape"))?;
+            let id = js_path_id(&t[1]).ok_or(malformed("# shape"))?;
             let items = t[2].as_array().ok_or(malformed("# shape"))?;
             check_path(items, index)?;
             (WireKind::Define(id, items), None)

@@ -276,13 +276,43 @@ pub(crate) fn js_identity(value: &Value) -> Option<u64> {
                 return None;
             }
             let f = n.as_f64()?;
-            if !f.is_finite() || f.fract() != 0.0 || f < 0.0 || f >= 18_446_744_073_709_551_616.0 {
+            if f.fract() != 0.0 || !(0.0..18_446_744_073_709_551_616.0).contains(&f) {
                 return None;
             }
             f as u64
         }
     };
     Some(if u < (1u64 << 53) { u } else { (u as f64) as u64 })
+}
+
+/// 2^53: below it every integer is exact in a double.
+const EXACT: u64 = 1 << 53;
+
+/// Reads a JSON number used as a path id, keyed as JavaScript's `Map` keys it: a
+/// non-negative integer below 2^53 is itself; a larger one (any size) is the bit pattern of
+/// the double JavaScript reads, which is at least 2^62 and so never one of the small ids.
+pub(crate) fn js_path_id(value: &Value) -> Option<u64> {
+    let Value::Number(n) = value else { return None };
+    if let Some(u) = n.as_u64() {
+        return Some(if u < EXACT { u } else { (u as f64).to_bits() });
+    }
+    if n.is_i64() {
+        return None;
+    }
+    let f = n.as_f64()?;
+    if f.fract() != 0.0 || !(f >= 0.0) || !f.is_finite() {
+        return None;
+    }
+    Some(if f < EXACT as f64 { f as u64 } else { f.to_bits() })
+}
+
+/// The JSON number of a path id read by [`js_path_id`].
+pub(crate) fn path_id_json(id: u64) -> Value {
+    if id < EXACT {
+        Value::from(id)
+    } else {
+        Value::from(f64::from_bits(id))
+    }
 }
 
 /// One wire segment, checked as Chord's `assertSafePath` checks it.

@@ -193,9 +193,8 @@ pub fn oracle_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("..").join("target"));
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("..").join("target"));
     target.join("chord-oracle")
 }
 
@@ -204,8 +203,9 @@ impl Oracle {
     pub fn start() -> Result<Oracle, String> {
         let dir = oracle_dir();
         let package = dir.join("node_modules/@earendil-works/chord/package.json");
-        let version = std::fs::read_to_string(&package)
-            .map_err(|_| format!("no @earendil-works/chord in {} (run pi-chord/tests/oracle/install.sh)", dir.display()))?;
+        let version = std::fs::read_to_string(&package).map_err(|_| {
+            format!("no @earendil-works/chord in {} (run pi-chord/tests/oracle/install.sh)", dir.display())
+        })?;
         if !version.contains("\"version\": \"0.85.1\"") {
             return Err(format!("{} is not @earendil-works/chord 0.85.1", package.display()));
         }
