@@ -51,11 +51,8 @@ use crate::wire::{
     ServiceMode, Snapshot, SpawnedUpdate, StateSnapshot, StateUpdate, UnavailableUpdate, Update, WireError,
 };
 
-// TODO(delta merge): `use crate::delta::{DeltaError, StatePublisher, StateReplica};` and delete
-// `delta_stub.rs`.
-mod delta_stub;
-pub use delta_stub::DeltaError;
-use delta_stub::{StatePublisher, StateReplica};
+pub use crate::delta::DeltaError;
+use crate::delta::{StatePublisher, StateReplica};
 
 #[cfg(test)]
 mod tests;

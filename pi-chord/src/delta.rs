@@ -1,1 +1,0 @@
-//! Delta: replicated state as batches of path operations.
