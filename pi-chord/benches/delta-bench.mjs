@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 const [dir, file] = process.argv.slice(2);
 const delta = await import(pathToFileURL(join(dir, "node_modules/@earendil-works/chord/dist/delta/index.js")).href);
 const workloads = JSON.parse(readFileSync(file, "utf8"));
-const RUNS = 15;
+const RUNS = 25;
 
 // One step of a workload on a plain value, or through a tracker's proxy.
 function step(state, edit) {

@@ -9,7 +9,8 @@
 //!   a random position or removes one (batches `[["p", 0, i, 0, [item]]]`, `[["p", 0, i, 1, []]]`).
 //!
 //! Timed, per batch: `decode_apply` (`apply_wire` of every update on a [`StateReplica`]
-//! hydrated from the snapshot beforehand) and `diff` (the ops between each pair of successive
+//! hydrated from the snapshot beforehand), `decode_apply_owned` (`apply_wire_owned` of copies
+//! of the batches made beforehand, as node parses its batches beforehand) and `diff` (the ops between each pair of successive
 //! values, each pair fresh in the cache as a provider's values are: the copy that makes them
 //! is not timed), plus `publish` (diff and encode, what a provider does).
 //!
@@ -143,6 +144,14 @@ fn decode_apply(w: &Workload, replica: &mut StateReplica) {
     }
 }
 
+/// Every update batch decoded and applied by value (payloads moved in), from copies of the
+/// batches made beforehand, as node's are parsed beforehand.
+fn decode_apply_owned(replica: &mut StateReplica, batches: &mut Vec<Value>) {
+    for batch in batches.drain(..) {
+        replica.apply_wire_owned(black_box(batch)).expect("batch");
+    }
+}
+
 /// The time of deriving the ops of every step, each pair of values fresh in the cache as a
 /// provider's are (the clone that makes it is not timed).
 fn diff_all(w: &Workload, encode: bool) -> Duration {
@@ -177,6 +186,13 @@ fn criterion_benches(c: &mut Criterion, workloads: &[Workload]) {
         g.sample_size(20);
         g.bench_function(BenchmarkId::new("decode_apply", STEPS), |b| {
             b.iter_batched_ref(|| hydrated(w), |replica| decode_apply(black_box(w), replica), BatchSize::LargeInput)
+        });
+        g.bench_function(BenchmarkId::new("decode_apply_owned", STEPS), |b| {
+            b.iter_batched_ref(
+                || (hydrated(w), w.wire[1..].to_vec()),
+                |(replica, batches)| decode_apply_owned(replica, batches),
+                BatchSize::LargeInput,
+            )
         });
         g.bench_function(BenchmarkId::new("diff", STEPS), |b| {
             b.iter_custom(|iters| (0..iters).map(|_| diff_all(black_box(w), false)).sum())
@@ -243,17 +259,25 @@ fn side_by_side(workloads: &[Workload]) {
     println!("{:<11} {:<38} {:>10} {:>10} {:>8}", "workload", "task", "Rust", "Chord", "ratio");
     for w in workloads {
         let c = &chord[w.name];
-        let rust_apply = per_batch(15, || {
+        let rust_apply = per_batch(25, || {
             let mut replica = hydrated(w);
             let start = Instant::now();
             decode_apply(w, &mut replica);
             start.elapsed()
         });
-        let rust_diff = per_batch(15, || diff_all(w, false));
-        let rust_publish = per_batch(15, || diff_all(w, true));
+        let rust_owned = per_batch(25, || {
+            let (mut replica, mut batches) = (hydrated(w), w.wire[1..].to_vec());
+            let start = Instant::now();
+            decode_apply_owned(&mut replica, &mut batches);
+            start.elapsed()
+        });
+        let rust_diff = per_batch(25, || diff_all(w, false));
+        let rust_publish = per_batch(25, || diff_all(w, true));
         let rows = [
             ("decode+apply (Chord: apply)", rust_apply, c["decode_apply"].as_f64()),
             ("decode+apply (Chord: applyImmutable)", rust_apply, c["decode_apply_immutable"].as_f64()),
+            ("decode+apply owned (Chord: apply)", rust_owned, c["decode_apply"].as_f64()),
+            ("decode+apply owned (Chord: applyImmut.)", rust_owned, c["decode_apply_immutable"].as_f64()),
             ("derive ops (Chord: assign values)", rust_diff, c["diff_assign"].as_f64()),
             ("derive ops (Chord: proxy mutation)", rust_diff, c["diff_mutate"].as_f64()),
             ("derive+encode (Chord: assign values)", rust_publish, c["publish_assign"].as_f64()),

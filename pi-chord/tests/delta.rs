@@ -15,9 +15,17 @@ fn p(v: Value) -> Path {
     Path::from_json(&v).expect("a safe path")
 }
 
-/// Decodes and applies one batch to `value` with a fresh decoder.
+/// Decodes and applies one batch to `value` with a fresh decoder, borrowing the batch and
+/// owning it: both ways must agree.
 fn run(value: &mut Value, wire: Value) -> Result<(), DeltaError> {
-    Decoder::new().decode_apply(value, &wire)
+    let mut owned = value.clone();
+    let by_value = Decoder::new().decode_apply_owned(&mut owned, wire.clone());
+    let by_ref = Decoder::new().decode_apply(value, &wire);
+    assert_eq!(by_ref, by_value, "{wire}");
+    if by_ref.is_ok() {
+        assert_eq!(*value, owned, "{wire}");
+    }
+    by_ref
 }
 
 fn applied(mut value: Value, wire: Value) -> Value {
@@ -553,6 +561,21 @@ fn a_replica_needs_a_base_snapshot() {
     let replica =
         StateReplica::from_snapshot_ops(&json!([["#", 0, ["a"]], ["r", {"a": 1}], ["s", ["a"], 2]])).expect("base");
     assert_eq!(replica.value(), &json!({"a": 2}));
+}
+
+#[test]
+fn an_owned_replica_moves_its_payloads_in() {
+    let mut replica = StateReplica::from_snapshot_ops_owned(json!([["r", {"l": [], "s": ""}]])).expect("base");
+    replica
+        .apply_wire_owned(json!([["p", ["l"], 0, 0, [{"m": 1}]], ["s", ["x"], [1]], ["a", ["s"], "t"]]))
+        .expect("ok");
+    assert_eq!(replica.value(), &json!({"l": [{"m": 1}], "s": "t", "x": [1]}));
+    assert_eq!(StateReplica::from_snapshot_ops_owned(json!([])).err(), Some(DeltaError::NotABase));
+    // A malformed splice keeps its verdict when its items are moved out first.
+    assert!(matches!(replica.apply_wire_owned(json!([["p", ["l"], 0, "x", []]])), Err(DeltaError::Malformed { .. })));
+    assert_eq!(replica.apply_wire_owned(json!([["s", ["x"], 2]])), Err(DeltaError::Terminated));
+    replica.apply_wire_owned(json!([["r", 5]])).expect("a base batch restarts it");
+    assert_eq!(replica.value(), &json!(5));
 }
 
 #[test]

@@ -246,15 +246,29 @@ fn mutate_op(rng: &mut Rng, op: &mut Value) {
     }
 }
 
-/// Rust's consumer: the values after each batch, or the failing batch and error.
+/// Rust's consumer: the values after each batch, or the failing batch and error; the same
+/// from the borrowing and the owning ways in.
 fn rust_verdict(wire: &[Value]) -> Result<Vec<Value>, (usize, DeltaError)> {
-    let mut replica = StateReplica::from_snapshot_ops(&wire[0]).map_err(|e| (0, e))?;
-    let mut values = vec![replica.value().clone()];
-    for (i, w) in wire.iter().enumerate().skip(1) {
-        replica.apply_wire(w).map_err(|e| (i, e))?;
-        values.push(replica.value().clone());
-    }
-    Ok(values)
+    let borrowed = (|| {
+        let mut replica = StateReplica::from_snapshot_ops(&wire[0]).map_err(|e| (0, e))?;
+        let mut values = vec![replica.value().clone()];
+        for (i, w) in wire.iter().enumerate().skip(1) {
+            replica.apply_wire(w).map_err(|e| (i, e))?;
+            values.push(replica.value().clone());
+        }
+        Ok(values)
+    })();
+    let owned = (|| {
+        let mut replica = StateReplica::from_snapshot_ops_owned(wire[0].clone()).map_err(|e| (0, e))?;
+        let mut values = vec![replica.value().clone()];
+        for (i, w) in wire.iter().enumerate().skip(1) {
+            replica.apply_wire_owned(w.clone()).map_err(|e| (i, e))?;
+            values.push(replica.value().clone());
+        }
+        Ok(values)
+    })();
+    assert_eq!(borrowed, owned, "apply_wire and apply_wire_owned differ on {}", Value::Array(wire.to_vec()));
+    borrowed
 }
 
 #[test]

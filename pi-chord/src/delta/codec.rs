@@ -265,6 +265,63 @@ impl<'w> Sink<'w> for ApplySink<'_> {
     }
 }
 
+/// Applies payloads moved out of an owned batch beforehand (see [`take_payloads`]).
+struct OwnedApplySink<'t> {
+    target: &'t mut Value,
+    taken: Vec<Option<Value>>,
+}
+
+impl<'w> Sink<'w> for OwnedApplySink<'_> {
+    fn replace(&mut self, index: usize, value: &'w Value) -> Result<(), DeltaError> {
+        match self.taken[index].take() {
+            Some(v) => *self.target = v,
+            None => self.target.clone_from(value),
+        }
+        Ok(())
+    }
+
+    fn edit(&mut self, index: usize, path: &Resolved<'w>, kind: WireKind<'w>) -> Result<(), DeltaError> {
+        let taken = self.taken[index].take();
+        let edit = match kind {
+            WireKind::Set(v) => Edit::Set(taken.map_or(Src::Borrowed(v), Src::Owned)),
+            WireKind::Delete => Edit::Delete,
+            WireKind::Append(text) => Edit::Append(text),
+            WireKind::Truncate(count) => Edit::Truncate(count),
+            WireKind::Splice(at, remove, items) => {
+                let items = match taken {
+                    Some(Value::Array(owned)) => Items::Owned(owned),
+                    _ => Items::Borrowed(items),
+                };
+                Edit::Splice { index: at, remove, items }
+            }
+            WireKind::Replace(_) | WireKind::Define(..) => return Ok(()),
+        };
+        apply_edit(self.target, path, edit).map_err(|f| f.at(index, path))
+    }
+}
+
+/// Moves the payload of every op that has one out of the batch (a replacement's or a set's
+/// value, a splice's items), leaving a placeholder of the same kind so that every tuple still
+/// checks exactly as it did (a set's and a replacement's value are not checked; a splice's
+/// items must be an array, and the placeholder is one).
+fn take_payloads(batch: &mut [Value]) -> Vec<Option<Value>> {
+    batch
+        .iter_mut()
+        .map(|op| {
+            let Value::Array(t) = op else { return None };
+            let (verb, len) = (t.first().and_then(Value::as_str), t.len());
+            match (verb, len) {
+                (Some("r"), 2) | (Some("s"), 2 | 3) => t.last_mut().map(std::mem::take),
+                (Some("p"), 4 | 5) => match t.last_mut() {
+                    Some(items @ Value::Array(_)) => Some(std::mem::replace(items, Value::Array(Vec::new()))),
+                    _ => None,
+                },
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 struct CollectSink {
     ops: Vec<Op>,
 }
@@ -323,6 +380,27 @@ impl Decoder {
     pub fn decode_apply(&mut self, target: &mut Value, wire: &Value) -> Result<(), DeltaError> {
         let batch = wire.as_array().ok_or(DeltaError::NotABatch)?;
         self.run(batch, &mut ApplySink { target }, false)
+    }
+
+    /// As [`decode_apply`](Self::decode_apply), taking the batch by value: payloads (values set
+    /// or replaced, items spliced in) are moved into `target` instead of copied. What to use
+    /// when the batch was decoded from a payload just for this.
+    ///
+    /// # Errors
+    /// As [`decode_apply`](Self::decode_apply).
+    pub fn decode_apply_owned(&mut self, target: &mut Value, wire: Value) -> Result<(), DeltaError> {
+        self.apply_owned(target, wire, false)
+    }
+
+    pub(crate) fn apply_owned(
+        &mut self,
+        target: &mut Value,
+        mut wire: Value,
+        require_base: bool,
+    ) -> Result<(), DeltaError> {
+        let Value::Array(batch) = &mut wire else { return Err(DeltaError::NotABatch) };
+        let taken = take_payloads(batch);
+        self.run(batch, &mut OwnedApplySink { target, taken }, require_base)
     }
 
     /// As [`decode_apply`](Self::decode_apply), refusing a batch whose first decoded op is not

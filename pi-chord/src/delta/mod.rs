@@ -110,7 +110,19 @@ impl StateReplica {
         Ok(replica)
     }
 
-    /// Decodes an update's wire `ops` and applies them to the value.
+    /// As [`from_snapshot_ops`](Self::from_snapshot_ops), taking the ops by value: the
+    /// snapshot's value is moved into the replica, not copied.
+    ///
+    /// # Errors
+    /// As [`from_snapshot_ops`](Self::from_snapshot_ops).
+    pub fn from_snapshot_ops_owned(ops: Value) -> Result<Self, DeltaError> {
+        let mut replica = StateReplica { value: Value::Null, decoder: Decoder::new(), failed: false };
+        replica.decoder.apply_owned(&mut replica.value, ops, true)?;
+        Ok(replica)
+    }
+
+    /// Decodes an update's wire `ops` and applies them to the value (payloads are copied
+    /// from `ops`).
     ///
     /// # Errors
     /// Any [`DeltaError`] of decoding or application; after one, every later batch but a
@@ -125,6 +137,26 @@ impl StateReplica {
             self.decoder.decode_apply_base(&mut self.value, ops)
         } else {
             self.decoder.decode_apply(&mut self.value, ops)
+        };
+        self.failed = result.is_err();
+        result
+    }
+
+    /// As [`apply_wire`](Self::apply_wire), taking the ops by value: the values set and the
+    /// items spliced in are moved into the replica, not copied (the faster way when the
+    /// update was decoded from its payload for this replica alone).
+    ///
+    /// # Errors
+    /// As [`apply_wire`](Self::apply_wire).
+    pub fn apply_wire_owned(&mut self, ops: Value) -> Result<(), DeltaError> {
+        let result = if self.failed {
+            if !begins_with_base(&ops) {
+                return Err(DeltaError::Terminated);
+            }
+            self.decoder.reset();
+            self.decoder.apply_owned(&mut self.value, ops, true)
+        } else {
+            self.decoder.apply_owned(&mut self.value, ops, false)
         };
         self.failed = result.is_err();
         result
