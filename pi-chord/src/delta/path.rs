@@ -300,7 +300,7 @@ pub(crate) fn js_path_id(value: &Value) -> Option<u64> {
         return None;
     }
     let f = n.as_f64()?;
-    if f.fract() != 0.0 || !(f >= 0.0) || !f.is_finite() {
+    if f.fract() != 0.0 || f < 0.0 || !f.is_finite() {
         return None;
     }
     Some(if f < EXACT as f64 { f as u64 } else { f.to_bits() })
