@@ -137,6 +137,9 @@ impl ClientProbe {
                 ClientEvent::Update { .. } => assert!(self.ready.is_some(), "an update before Ready"),
                 ClientEvent::Attachment { route } => {
                     assert!(self.ready.is_some(), "an attachment before Ready");
+                    if let Some(route) = &route {
+                        assert_eq!(Some(&route.server_id), self.ready.as_ref(), "a route of another server was taken");
+                    }
                     self.route = route;
                 }
                 ClientEvent::Closed { reason, unsettled } => {
@@ -162,8 +165,12 @@ impl ClientProbe {
             CloseReason::Rejected(_) | CloseReason::Violation(Violation::ExpectedHello) => {
                 assert!(handshake, "{reason:?} after the handshake")
             }
-            CloseReason::Violation(Violation::UnexpectedHello | Violation::UnexpectedHelloError) => {
+            CloseReason::Violation(Violation::UnexpectedHello) | CloseReason::HelloError(_) => {
                 assert!(!handshake, "{reason:?} during the handshake")
+            }
+            CloseReason::Violation(Violation::ForeignAttachment(server_id)) => {
+                assert!(!handshake, "{reason:?} during the handshake");
+                assert_ne!(Some(server_id), self.ready.as_ref(), "the route named this server");
             }
             CloseReason::Violation(Violation::UnknownResponse(id)) => {
                 assert!(!self.pending.iter().any(|p| &p.id == id), "{id:?} is pending")
