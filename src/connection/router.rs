@@ -258,6 +258,20 @@ impl Transmit {
     }
 }
 
+/// The bytes the router counts for `message` on its way to an upstream, as
+/// [`Transmit::queued_bytes`] does: a driver bounds its own inbound queues with the same count.
+#[must_use]
+pub fn client_message_bytes(message: &ClientMessage) -> usize {
+    envelope::client_message_bytes(message)
+}
+
+/// The bytes the router counts for `message` on its way to a client, as
+/// [`Transmit::queued_bytes`] does.
+#[must_use]
+pub fn server_message_bytes(message: &ServerMessage) -> usize {
+    envelope::server_message_bytes(message)
+}
+
 /// What a [`Router`] reports to its driver, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
