@@ -39,10 +39,13 @@
 //! does not read, the connection's task is aborted at once and its queue dropped; after any
 //! other close the reader stops at once and the writer finishes within the write timeout.
 //! Decoded messages wait for the router task under one byte budget shared by every reader
-//! (`INBOUND_BUDGET`), handed out first come, first served, so that readers take turns.
+//! (`INBOUND_BUDGET`), and at most `TURN` (32) of one connection at once: the router task
+//! takes them first come, first served, so connections are served round robin in turns of 32
+//! messages, and a flooding client delays another's message by at most one turn of its own.
+//! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
 //! Subscriptions on shared upstreams are told apart with the `$chord.service` convention:
 //! `subscribe` and `unsubscribe` take the subscription id as their first argument, read from
-//! the call's bytes without building the whole call.
+//! the call's bytes without building the whole call, and only for calls up to 64 KiB.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -106,6 +109,17 @@ The first line on stdout is `listening on ADDR`, then one JSON object a line per
 
 /// The bytes of decoded messages that may wait for the router task, over every reader: 64 MiB.
 const INBOUND_BUDGET: usize = 64 * 1024 * 1024;
+/// Decoded messages of one connection that may wait for the router task at once: the router
+/// task takes inputs first come, first served, so between two messages of one connection it
+/// handles at most this many of each other connection (round robin, in turns of this size).
+const TURN: usize = 32;
+/// Frames at least this long are decoded on tokio's blocking pool, off the thread that runs
+/// the router task: 1 MiB.
+const DECODE_ELSEWHERE: usize = 1 << 20;
+/// The longest call the subscription inspector reads: 64 KiB. A `$chord.service` call is a
+/// few dozen bytes; a longer one is routed as a plain call (a subscription opened with one is
+/// not tracked, and its updates are dropped as unrouted).
+const INSPECT_LIMIT: usize = 64 * 1024;
 /// The read buffer each reader keeps while it idles.
 const READ_CHUNK: usize = 4096;
 /// Inputs the router task takes before it writes what they produced.
@@ -479,15 +493,21 @@ enum End {
 enum Input {
     /// A client connected.
     Accepted(Reader, Writer, ConnectionPermit),
-    /// A decoded message from a client, holding its share of the inbound budget.
-    FromClient(ClientKey, ClientMessage, OwnedSemaphorePermit),
+    /// A decoded message from a client, holding its share of the inbound budget and its place
+    /// in the connection's turn.
+    FromClient(ClientKey, ClientMessage, Budget),
     /// The client's stream ended.
     ClientEnded(ClientKey, End),
     /// A decoded message from an upstream.
-    FromUpstream(UpstreamKey, ServerMessage, OwnedSemaphorePermit),
+    FromUpstream(UpstreamKey, ServerMessage, Budget),
     /// The upstream's stream ended or never connected.
     UpstreamEnded(UpstreamKey, End),
 }
+
+/// What a decoded message holds until the router task handled it: bytes of the shared inbound
+/// budget and a place in its connection's turn.
+#[allow(dead_code)]
+struct Budget(OwnedSemaphorePermit, OwnedSemaphorePermit);
 
 /// What the writers tell the router task: bytes written, or a write that failed.
 enum Progress {
@@ -618,7 +638,8 @@ impl Coordinator {
                 }
             };
             let sink = FramedWrite::new(writer, ClientCodec::new());
-            let write = write_loop(sink, queue, write_timeout, client_message_bytes, move |r| {
+            let wire = Wire { bytes_of: client_message_bytes, encode: pi_protocol::encode_client_message };
+            let write = write_loop(sink, queue, write_timeout, wire, move |r| {
                 let _ = progress.send(Progress::Upstream(key, r));
             });
             let read = read_loop(reader, ClientCodec::new(), reader_options, inputs, server_message_bytes, key);
@@ -670,7 +691,8 @@ impl Coordinator {
         let mut reader_options = self.reader_options();
         reader_options.max_before_hello = Some(self.router.options().max_frame_before_hello);
         let sink = FramedWrite::new(writer, ServerCodec::new());
-        let write = write_loop(sink, queue, self.router.options().write_timeout, server_message_bytes, move |r| {
+        let wire = Wire { bytes_of: server_message_bytes, encode: pi_protocol::encode_server_message };
+        let write = write_loop(sink, queue, self.router.options().write_timeout, wire, move |r| {
             let _ = progress.send(Progress::Client(client, r));
         });
         let read = read_loop(reader, ServerCodec::new(), reader_options, self.inputs.clone(), client_message_bytes, client);
@@ -868,11 +890,13 @@ async fn read_loop<C, M, K>(
     bytes_of: fn(&M) -> usize,
     key: K,
 ) where
-    C: Decoder<Item = M, Error = IoError>,
+    C: Decoder<Item = M, Error = IoError> + Clone + Send + 'static,
+    M: Send + 'static,
     K: Key<M>,
 {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut limit = options.max_before_hello;
+    let turn = Arc::new(Semaphore::new(TURN));
     let mut frame_started: Option<Instant> = None;
     let end = 'read: loop {
         let mut decoded = false;
@@ -884,13 +908,28 @@ async fn read_loop<C, M, K>(
                     break 'read End::Decode(ProtocolError::new(ErrorKind::Frame, rule));
                 }
             }
-            match codec.decode(&mut buf) {
+            let length = buf.get(..4).map(|h| u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize);
+            let decoded_message = match length {
+                // A long frame, all here: decoded on the blocking pool, so that the router
+                // task and the other connections go on meanwhile.
+                Some(length) if length >= DECODE_ELSEWHERE && buf.len() >= 4 + length => {
+                    let mut frame = buf.split_to(4 + length);
+                    let mut elsewhere = codec.clone();
+                    match tokio::task::spawn_blocking(move || elsewhere.decode(&mut frame)).await {
+                        Ok(result) => result,
+                        Err(e) => Err(IoError::Io(io::Error::other(e.to_string()))),
+                    }
+                }
+                _ => codec.decode(&mut buf),
+            };
+            match decoded_message {
                 Ok(Some(message)) => {
                     decoded = true;
                     limit = None;
                     let bytes = bytes_of(&message).min(INBOUND_BUDGET) as u32;
+                    let Ok(place) = turn.clone().acquire_owned().await else { return };
                     let Ok(permit) = options.inbound.clone().acquire_many_owned(bytes).await else { return };
-                    if inputs.send(key.message(message, permit)).await.is_err() {
+                    if inputs.send(key.message(message, Budget(permit, place))).await.is_err() {
                         return;
                     }
                 }
@@ -928,12 +967,12 @@ async fn read_loop<C, M, K>(
 
 /// How a reader names what it read, for a client or an upstream.
 trait Key<M>: Copy {
-    fn message(self, message: M, budget: OwnedSemaphorePermit) -> Input;
+    fn message(self, message: M, budget: Budget) -> Input;
     fn ended(self, end: End) -> Input;
 }
 
 impl Key<ClientMessage> for ClientKey {
-    fn message(self, message: ClientMessage, budget: OwnedSemaphorePermit) -> Input {
+    fn message(self, message: ClientMessage, budget: Budget) -> Input {
         Input::FromClient(self, message, budget)
     }
     fn ended(self, end: End) -> Input {
@@ -942,7 +981,7 @@ impl Key<ClientMessage> for ClientKey {
 }
 
 impl Key<ServerMessage> for UpstreamKey {
-    fn message(self, message: ServerMessage, budget: OwnedSemaphorePermit) -> Input {
+    fn message(self, message: ServerMessage, budget: Budget) -> Input {
         Input::FromUpstream(self, message, budget)
     }
     fn ended(self, end: End) -> Input {
@@ -957,23 +996,37 @@ async fn write_loop<C, M>(
     mut sink: FramedWrite<Writer, C>,
     mut queue: mpsc::UnboundedReceiver<M>,
     write_timeout: Duration,
-    bytes_of: fn(&M) -> usize,
+    wire: Wire<M>,
     report: impl Fn(Result<usize, io::Error>),
 ) where
     C: Encoder<M, Error = IoError>,
+    M: Send + 'static,
 {
     let failed = |e: IoError| match e {
         IoError::Io(e) => e,
         other => io::Error::other(other.to_string()),
     };
     while let Some(message) = queue.recv().await {
-        let mut bytes = bytes_of(&message);
-        if let Err(e) = sink.feed(message).await {
-            return report(Err(failed(e)));
-        }
-        while let Ok(message) = queue.try_recv() {
-            bytes += bytes_of(&message);
-            if let Err(e) = sink.feed(message).await {
+        let mut bytes = 0;
+        let mut next = Some(message);
+        while let Some(message) = next.take().or_else(|| queue.try_recv().ok()) {
+            let size = (wire.bytes_of)(&message);
+            bytes += size;
+            let fed = if size >= DECODE_ELSEWHERE {
+                // A long message is encoded on the blocking pool, then written as it is.
+                let encode = wire.encode;
+                match tokio::task::spawn_blocking(move || encode(&message)).await {
+                    Ok(Ok(frame)) => match sink.flush().await {
+                        Ok(()) => sink.get_mut().write_all(&frame).await.map_err(IoError::Io),
+                        Err(e) => Err(e),
+                    },
+                    Ok(Err(e)) => Err(IoError::Protocol(e)),
+                    Err(e) => Err(IoError::Io(io::Error::other(e.to_string()))),
+                }
+            } else {
+                sink.feed(message).await
+            };
+            if let Err(e) = fed {
                 return report(Err(failed(e)));
             }
         }
@@ -983,6 +1036,12 @@ async fn write_loop<C, M>(
         report(Ok(bytes));
     }
     let _ = tokio::time::timeout(write_timeout, sink.close()).await;
+}
+
+/// How a writer measures and, for long messages, encodes what it writes.
+struct Wire<M> {
+    bytes_of: fn(&M) -> usize,
+    encode: fn(&M) -> Result<Vec<u8>, ProtocolError>,
 }
 
 /// The application's knowledge the router needs: which calls open and close subscriptions
@@ -1030,7 +1089,7 @@ impl CallInspector for ChordSubscriptions {
     fn inspect(&mut self, request: &Request) -> CallEffect {
         // Only calls that name the control service are read at all.
         let cbor = request.call.as_cbor();
-        if !cbor.windows(b"$chord.service".len()).any(|w| w == b"$chord.service") {
+        if cbor.len() > INSPECT_LIMIT || !cbor.windows(b"$chord.service".len()).any(|w| w == b"$chord.service") {
             return CallEffect::Plain;
         }
         let Ok(call) = request.call.deserialize::<ControlCall<'_>>() else { return CallEffect::Plain };
