@@ -64,7 +64,9 @@ use pi_protocol::connection::{
 use pi_protocol::io::{
     Accept, AcceptOptions, AcceptReport, Acceptor, ClientCodec, ConnectionPermit, Error as IoError, ServerCodec,
 };
-use pi_protocol::{ClientMessage, ErrorKind, Payload, ProtocolError, Request, Rule, ServerId, ServerMessage, SubscriptionId};
+use pi_protocol::{
+    ClientMessage, ErrorKind, Payload, ProtocolError, Request, Rule, ServerId, ServerMessage, SubscriptionId,
+};
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -273,9 +275,8 @@ impl Drop for UnlinkOnDrop {
 async fn listen(address: &Address) -> Result<(Listening, String), String> {
     match address {
         Address::Tcp(address) => {
-            let listener = tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+            let listener =
+                tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
             let local = listener.local_addr().map_err(|e| e.to_string())?;
             Ok((Listening::Tcp(listener), local.to_string()))
         }
@@ -695,7 +696,8 @@ impl Coordinator {
         let write = write_loop(sink, queue, self.router.options().write_timeout, wire, move |r| {
             let _ = progress.send(Progress::Client(client, r));
         });
-        let read = read_loop(reader, ServerCodec::new(), reader_options, self.inputs.clone(), client_message_bytes, client);
+        let read =
+            read_loop(reader, ServerCodec::new(), reader_options, self.inputs.clone(), client_message_bytes, client);
         let alive = self.alive.clone();
         let task = tokio::spawn(async move {
             let _permit = permit;

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pi_protocol::connection::{
-    CallEffect, CallInspector, ClientKey, CloseReason, Deadline, FenceReason, Refusal, Router, RouterEvent, RouterOptions,
-    ServerConnection, ServerEvent, ServerOptions, Transmit, UpstreamKey, Violation,
+    CallEffect, CallInspector, ClientKey, CloseReason, Deadline, FenceReason, Refusal, Router, RouterEvent,
+    RouterOptions, ServerConnection, ServerEvent, ServerOptions, Transmit, UpstreamKey, Violation,
 };
 use pi_protocol::{
     encode_client_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage, ErrorBody, ErrorCode,

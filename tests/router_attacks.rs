@@ -377,7 +377,10 @@ fn request_ids_held_for_calls_in_flight_are_bounded_in_bytes() {
         }
     }
     let grown = router.peak_rss_kib().saturating_sub(rss_before);
-    eprintln!("held ids: 200 parked calls with 64 KiB ids: {} admitted, {refused} refused; peak RSS +{grown} KiB", 200 - refused);
+    eprintln!(
+        "held ids: 200 parked calls with 64 KiB ids: {} admitted, {refused} refused; peak RSS +{grown} KiB",
+        200 - refused
+    );
     assert_eq!(refused, 193, "1 MiB of held ids admits 7 calls of 2 x 64 KiB");
     assert!(grown < 128 * 1024, "+{grown} KiB");
 }
@@ -449,7 +452,8 @@ fn one_16_mb_call_is_not_built_whole_and_other_clients_are_served() {
     // 15 million zeros, one byte each in CBOR (in arrays of a million, the container limit).
     let mut args = vec![Value::from("sub-1")];
     args.push(Value::Array(vec![Value::Array(vec![Value::from(0); 999_999]); 15]));
-    let call = Payload::from_value(&json!({"serviceId": "$chord.service", "member": "subscribe", "args": args})).unwrap();
+    let call =
+        Payload::from_value(&json!({"serviceId": "$chord.service", "member": "subscribe", "args": args})).unwrap();
     drop(args);
     let message = request("big", A, call);
     let sender = std::thread::spawn(move || {
@@ -472,7 +476,11 @@ fn one_16_mb_call_is_not_built_whole_and_other_clients_are_served() {
     let (_, code) = sender.join().unwrap();
     let grown = router.peak_rss_kib().saturating_sub(rss_before);
     let worst = latencies.iter().max().copied().unwrap();
-    eprintln!("16 MB call: answered {code:?}; router peak RSS +{} MiB; victim's worst latency {worst:?} over {} calls", grown / 1024, latencies.len());
+    eprintln!(
+        "16 MB call: answered {code:?}; router peak RSS +{} MiB; victim's worst latency {worst:?} over {} calls",
+        grown / 1024,
+        latencies.len()
+    );
     assert_eq!(code, None);
     assert!(grown < 200 * 1024, "+{grown} KiB");
     assert!(worst < Duration::from_secs(1), "the victim waited {worst:?}");
@@ -504,7 +512,10 @@ fn a_victim_latency_under_another_client_flood_stays_near_its_latency_alone() {
         let mut sent = 0u64;
         while !flooding.load(std::sync::atomic::Ordering::Relaxed) {
             let batch: Vec<u8> = (0..64)
-                .flat_map(|i| pi_protocol::encode_client_message(&request(&format!("f{sent}-{i}"), A, call("ping", json!([])))).unwrap())
+                .flat_map(|i| {
+                    pi_protocol::encode_client_message(&request(&format!("f{sent}-{i}"), A, call("ping", json!([]))))
+                        .unwrap()
+                })
                 .collect();
             if flood_writer.write_all(&batch).is_err() {
                 break;
@@ -543,8 +554,11 @@ fn past_the_open_file_limit_accepting_backs_off_and_reports_once() {
         return;
     }
     let upstream = fake_upstream(Fake::Answering);
-    let router =
-        RouterProcess::start(&upstream, &["--shared", "--handshake-timeout-ms", "60000"], &["prlimit", "--nofile=48:48"]);
+    let router = RouterProcess::start(
+        &upstream,
+        &["--shared", "--handshake-timeout-ms", "60000"],
+        &["prlimit", "--nofile=48:48"],
+    );
     let held: Vec<TcpStream> = (0..80).map(|_| TcpStream::connect(&router.address).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(500));
     let cpu_before = router.cpu_ticks();

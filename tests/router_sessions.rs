@@ -10,8 +10,8 @@ use std::net::TcpStream;
 
 use pi_protocol::io::{write_client_message, ServerMessageReader};
 use pi_protocol::{
-    ClientHello, ClientMessage, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage, ServerTarget,
-    SessionTarget,
+    ClientHello, ClientMessage, Payload, Request, RequestId, Response, RpcTarget, ServerId, ServerMessage,
+    ServerTarget, SessionTarget,
 };
 use serde_json::{json, Value};
 
@@ -21,6 +21,9 @@ mod processes;
 use processes::{built_examples, Process, DEADLINE};
 
 const A: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
+
+/// What one call gave: its result, or the error code.
+type Outcome = Result<Option<Value>, String>;
 
 /// A blocking client of the router.
 struct Client {
@@ -84,9 +87,11 @@ impl Client {
 
 /// What each of two clients gets: its subscribe, its attach, then its Session call once both
 /// attached.
-fn two_clients(address: &str) -> Vec<(Result<Option<Value>, String>, Result<Option<Value>, String>, Result<Option<Value>, String>)> {
+fn two_clients(address: &str) -> Vec<(Outcome, Outcome, Outcome)> {
     let mut clients = [Client::connect(address), Client::connect(address)];
-    let subscribe = |c: &mut Client| c.server_call("$chord.service", "subscribe", json!(["service-1", "demo.counter", "singleton"]));
+    let subscribe = |c: &mut Client| {
+        c.server_call("$chord.service", "subscribe", json!(["service-1", "demo.counter", "singleton"]))
+    };
     let subscribed: Vec<_> = clients.iter_mut().map(subscribe).collect();
     let attached: Vec<_> = clients.iter_mut().zip(1..).map(|(c, n)| c.attach(n)).collect();
     let called: Vec<_> = clients.iter_mut().map(Client::session_call).collect();

@@ -36,7 +36,10 @@
 //! stale) and must pick distinct subscription ids. A **dedicated** upstream is a connection of
 //! its own per client and server: each client is its own presentation, its updates and routes
 //! need no inference, and its release is the server's own close rule. A router can mix both;
-//! a client's dedicated upstream for a `serverId` wins over the shared one.
+//! a client's dedicated upstream for a `serverId` wins over the shared one. `examples/router`
+//! opens dedicated upstreams by default, as real clients need (every pi-client names its first
+//! subscription `service-1`, and each attaches to a Session of its own); docs/PROTOCOL.md
+//! section 8 lists what a shared upstream can and cannot carry.
 //!
 //! # Rules
 //!
@@ -110,6 +113,29 @@
 //!    later requests for it are refused until another upstream announces it; its subscriptions,
 //!    route holder and any attachment held for a response are forgotten.
 //!
+//! 10. **Deadlines** ([`handle_timeout`](Router::handle_timeout) with the driver's clock,
+//!     [`poll_timeout`](Router::poll_timeout) for when to call it). A client that sent no `hello`
+//!     within [`RouterOptions::handshake_timeout`] is answered
+//!     [`RouterOptions::handshake_timeout_error`] and closed; an upstream that did not answer
+//!     within [`RouterOptions::upstream_handshake_timeout`] is closed; a peer with bytes queued
+//!     of which none was written for [`RouterOptions::write_timeout`] is closed
+//!     ([`Deadline::Write`]); with [`RouterOptions::idle_timeout`], a client with no frame in
+//!     either direction and nothing pending is closed. The driver reports a frame that did not
+//!     complete within [`RouterOptions::frame_timeout`]
+//!     ([`client_frame_timed_out`](Router::client_frame_timed_out)).
+//! 11. **Byte budgets.** Every message the router queues counts
+//!     ([`Transmit::queued_bytes`]) against its connection until the driver reports it written
+//!     ([`client_written`](Router::client_written), [`upstream_written`](Router::upstream_written)).
+//!     A connection whose queue would pass [`RouterOptions::max_client_queue_bytes`] or
+//!     [`RouterOptions::max_upstream_queue_bytes`] is closed instead, at once, and its queue
+//!     dropped ([`CloseReason::TransmitQueueFull`]; [`CloseReason::peer_not_reading`] tells the
+//!     driver to drop rather than write); past [`RouterOptions::max_total_queue_bytes`] for all
+//!     connections together, the connection with the longest queue is. The ids and targets held
+//!     for a client's requests in flight are bounded by [`RouterOptions::max_held_bytes`], its
+//!     requests on one shared upstream by [`RouterOptions::max_in_flight_per_shared_upstream`]
+//!     and an upstream's by [`RouterOptions::upstream_max_in_flight`] (refused
+//!     `too_many_requests`, rule 3).
+//!
 //! A message of a type the schema gains later has no routing rule here: the router drops it
 //! (the connection state machines hand such messages to their application instead; a router has
 //! no application to hand them to, and cannot know where they belong).
@@ -180,8 +206,8 @@ use crate::{
 pub use inspect::{CallEffect, CallInspector};
 pub use options::{
     Refusal, RouterOptions, DEFAULT_FRAME_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME_BEFORE_HELLO,
-    DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_SHARED_UPSTREAM, DEFAULT_MAX_QUEUE_BYTES, DEFAULT_MAX_SUBSCRIPTIONS,
-    DEFAULT_MAX_TOTAL_QUEUE_BYTES, DEFAULT_WRITE_TIMEOUT,
+    DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_SHARED_UPSTREAM, DEFAULT_MAX_QUEUE_BYTES,
+    DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_TOTAL_QUEUE_BYTES, DEFAULT_WRITE_TIMEOUT,
 };
 
 /// One client connection of a [`Router`], from [`Router::add_client`]. Keys are never reused.
@@ -843,9 +869,9 @@ impl Router {
                 Some((_, u)) if u.flights.len() >= self.options.upstream_max_in_flight => Some(Refusal::UpstreamFull),
                 Some((key, u))
                     if u.owner.is_none()
-                        && c.pending_per_upstream.get(&key).is_some_and(|n| {
-                            *n >= self.options.max_in_flight_per_shared_upstream
-                        }) =>
+                        && c.pending_per_upstream
+                            .get(&key)
+                            .is_some_and(|n| *n >= self.options.max_in_flight_per_shared_upstream) =>
                 {
                     Some(Refusal::TooManyOnSharedUpstream)
                 }
@@ -1102,7 +1128,8 @@ impl Router {
                 .filter(|(_, c)| c.stage != ClientStage::Departed)
                 .max_by_key(|(_, c)| c.queue.bytes)
                 .map(|(key, c)| (*key, c.queue.bytes));
-            let upstream = self.upstreams.iter().max_by_key(|(_, u)| u.queue.bytes).map(|(key, u)| (*key, u.queue.bytes));
+            let upstream =
+                self.upstreams.iter().max_by_key(|(_, u)| u.queue.bytes).map(|(key, u)| (*key, u.queue.bytes));
             let reason = CloseReason::TransmitQueueFull { limit };
             match (client, upstream) {
                 (Some((_, c)), Some((upstream, u))) if u > c => self.close_upstream(upstream, reason),

@@ -176,11 +176,9 @@ pub(super) fn server_message_bytes(message: &ServerMessage) -> usize {
             ServerMessage::ServiceUpdate(update) => {
                 update.subscription_id.as_str().len() + update.update.as_cbor().len()
             }
-            ServerMessage::Attachment(attachment) => {
-                attachment.attachment.as_ref().map_or(0, |route| {
-                    route.server_id.as_str().len() + route.session_id.as_str().len() + route.attachment_id.as_str().len()
-                })
-            }
+            ServerMessage::Attachment(attachment) => attachment.attachment.as_ref().map_or(0, |route| {
+                route.server_id.as_str().len() + route.session_id.as_str().len() + route.attachment_id.as_str().len()
+            }),
             ServerMessage::HelloError(rejection) => error_bytes(&rejection.error),
             ServerMessage::Hello(hello) => hello.server_id.as_str().len(),
         }
