@@ -19,6 +19,9 @@
 //! the router at the address they went in at, and routing the 1 MiB round trip allocates a few
 //! hundred bytes (counted by a counting global allocator), not megabytes.
 //!
+//! Each transmit is reported written (`client_written`, `upstream_written`), as a driver does,
+//! so that the byte accounting is part of what is measured.
+//!
 //! Run with `cargo bench --bench router`.
 
 use std::hint::black_box;
@@ -100,17 +103,20 @@ impl Bench {
         self.turn += 1;
         let (client, message) = &mut self.next[slot];
         let message = message.take().expect("each client has its next request");
-        self.router.client_message(*client, message);
-        let Some(Transmit::ToUpstream { upstream, message: ClientMessage::Request(forwarded) }) =
-            self.router.poll_transmit()
-        else {
+        let client = *client;
+        self.router.client_message(client, message);
+        // Each transmit is reported written, as a driver does once its writer flushed it.
+        let transmit = self.router.poll_transmit().expect("the request was routed");
+        let written = transmit.queued_bytes();
+        let Transmit::ToUpstream { upstream, message: ClientMessage::Request(forwarded) } = transmit else {
             panic!("the request was not routed")
         };
+        self.router.upstream_written(upstream, written);
         let up = forwarded.call.as_cbor().as_ptr();
         self.router.upstream_message(upstream, success(forwarded.id, forwarded.call));
-        let Some(Transmit::ToClient { message: ServerMessage::Response(Response::Success(back)), .. }) =
-            self.router.poll_transmit()
-        else {
+        let transmit = self.router.poll_transmit().expect("the response was routed back");
+        self.router.client_written(client, transmit.queued_bytes());
+        let Transmit::ToClient { message: ServerMessage::Response(Response::Success(back)), .. } = transmit else {
             panic!("the response was not routed back")
         };
         let result = back.result.expect("the echo carries a result");
@@ -157,8 +163,11 @@ fn codec_route(bench: &mut Bench, frames: &Frames) -> usize {
     for message in client_side.push(&frames.request) {
         bench.router.client_message(client, message.unwrap());
     }
-    let Some(Transmit::ToUpstream { upstream, message }) = bench.router.poll_transmit() else { panic!("not routed") };
+    let transmit = bench.router.poll_transmit().expect("routed");
+    let queued = transmit.queued_bytes();
+    let Transmit::ToUpstream { upstream, message } = transmit else { panic!("not routed") };
     written += encode_client_message(&message).unwrap().len();
+    bench.router.upstream_written(upstream, queued);
     // The server answers the id the router chose: rewrite the prepared frame's id in the message.
     let mut server_side = ServerMessageDecoder::new();
     let ClientMessage::Request(forwarded) = message else { panic!("not a request") };
@@ -167,7 +176,9 @@ fn codec_route(bench: &mut Bench, frames: &Frames) -> usize {
         let result = answer.result.expect("a result");
         bench.router.upstream_message(upstream, success(forwarded.id.clone(), result));
     }
-    let Some(Transmit::ToClient { message, .. }) = bench.router.poll_transmit() else { panic!("not routed back") };
+    let transmit = bench.router.poll_transmit().expect("routed back");
+    bench.router.client_written(client, transmit.queued_bytes());
+    let Transmit::ToClient { message, .. } = transmit else { panic!("not routed back") };
     written += encode_server_message(&message).unwrap().len();
     written
 }

@@ -1,5 +1,5 @@
-//! A Pi protocol coordinator over TCP: the sans-IO [`Router`] driven by tokio, between many
-//! clients and the server processes behind it.
+//! A Pi protocol coordinator over TCP or Unix sockets: the sans-IO [`Router`] driven by tokio,
+//! between many clients and the server processes behind it.
 //!
 //! ```text
 //! cargo run --example server --features tokio -- --listen 127.0.0.1:7878
@@ -8,98 +8,222 @@
 //! cargo run --example client --features tokio -- --connect 127.0.0.1:7979
 //! ```
 //!
-//! Flags: `--listen ADDR` (default `127.0.0.1:7979`; port 0 picks a free port), `--upstream ADDR`
-//! (one per server process, at least one), `--server-id UUID` (the home `serverId` its
-//! handshake names; default: the one the first upstream announces, asked over a short
-//! connection of its own), `--dedicated` (one upstream connection per client and server instead
-//! of one shared connection per server: see the [`router`](pi_protocol::connection::router)
-//! module), `--connections N` (exit once N clients have come and gone; default: serve forever),
-//! `--quiet` (no event lines).
+//! Flags: `--listen ADDR` (TCP, default `127.0.0.1:7979`; port 0 picks a free port) or
+//! `--unix PATH` (a Unix socket, mode 0600, a stale socket replaced, unlinked on exit);
+//! `--upstream ADDR|PATH` (one per server process, at least one: a value with a `/` or a
+//! `unix:` prefix is a Unix socket path); `--server-id UUID` (the home `serverId` its handshake
+//! names; default: the one the first upstream announces, asked over a short connection of its
+//! own); `--shared` (one connection per server shared by every client, instead of the default
+//! one connection per client and server: see the [`router`](pi_protocol::connection::router)
+//! module and docs/PROTOCOL.md section 8 for what a shared upstream cannot carry);
+//! `--dedicated` (the default, accepted for older scripts); `--connections N` (exit once N
+//! clients have come and gone; default: serve forever); `--quiet` (no event lines).
 //!
-//! The first line on stdout is `listening on ADDR`, printed once every shared upstream has
-//! answered its handshake; after it, one JSON object a line per router event (`client_ready`,
-//! `client_closed`, `upstream_ready`, `upstream_closed`, `refused`, `release`,
-//! `unrouted_update`).
+//! Bounds (each a field of [`RouterOptions`] or [`AcceptOptions`], defaults there):
+//! `--max-connections N`, `--handshake-timeout-ms MS`, `--upstream-handshake-timeout-ms MS`,
+//! `--write-timeout-ms MS`, `--idle-timeout-ms MS`, `--frame-timeout-ms MS`,
+//! `--max-frame-before-hello BYTES`, `--max-client-queue-bytes BYTES`,
+//! `--max-upstream-queue-bytes BYTES`, `--max-total-queue-bytes BYTES`,
+//! `--max-in-flight-per-shared-upstream N`, `--max-held-bytes BYTES`.
 //!
-//! Each connection has a reader task (decoding with the zero-copy `io` codecs, so payloads are
-//! slices of the read buffer), a writer task (which batches what is queued into one flush), and
-//! one task owns the router: messages in, transmits out to the writers' bounded queues. A
-//! client whose queue is full is disconnected rather than buffered without bound; an upstream
-//! too. Subscriptions are told apart with the `$chord.service` convention of the `server`
-//! example: `subscribe` and `unsubscribe` take the subscription id as their first argument.
+//! The first line on stdout is `listening on ADDR` (or `PATH`), printed once every shared
+//! upstream has answered its handshake; after it, one JSON object a line per router event
+//! (`client_ready`, `client_closed`, `upstream_ready`, `upstream_closed`, `refused`, `release`,
+//! `unrouted_update`, and `accept` for accept errors, once per kind).
+//!
+//! Each connection is one task: its reader decodes frames (zero-copy: payloads are slices of the
+//! read buffer) under the frame deadline and, for clients, the pre-hello frame limit, and its
+//! writer batches what is queued into one flush and reports the bytes written. One task owns
+//! the router: messages in, transmits out to the writers, deadlines from
+//! [`Router::poll_timeout`]. The router counts every queued byte; when it closes a peer that
+//! does not read, the connection's task is aborted at once and its queue dropped; after any
+//! other close the reader stops at once and the writer finishes within the write timeout.
+//! Decoded messages wait for the router task under one byte budget shared by every reader
+//! (`INBOUND_BUDGET`), and at most `TURN` (32) of one connection at once: the router task
+//! takes them first come, first served, so connections are served round robin in turns of 32
+//! messages, and a flooding client delays another's message by at most one turn of its own.
+//! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
+//! Subscriptions on shared upstreams are told apart with the `$chord.service` convention:
+//! `subscribe` and `unsubscribe` take the subscription id as their first argument, read from
+//! the call's bytes without building the whole call, and only for calls up to 64 KiB.
 
 use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use bytes::BytesMut;
+use futures_util::SinkExt;
+use pi_protocol::connection::router::{client_message_bytes, server_message_bytes};
 use pi_protocol::connection::{
-    CallEffect, CallInspector, ClientConnection, ClientEvent, ClientKey, ClientOptions, Router, RouterEvent,
-    RouterOptions, Transmit, UpstreamKey,
+    CallEffect, CallInspector, ClientConnection, ClientEvent, ClientKey, ClientOptions, CloseReason, Router,
+    RouterEvent, RouterOptions, Transmit, UpstreamKey,
 };
-use pi_protocol::io::{ClientCodec, ServerCodec};
-use pi_protocol::{ClientMessage, Payload, Request, ServerId, ServerMessage, SubscriptionId};
+use pi_protocol::io::{
+    Accept, AcceptOptions, AcceptReport, Acceptor, ClientCodec, ConnectionPermit, Error as IoError, ServerCodec,
+};
+use pi_protocol::{
+    ClientMessage, ErrorKind, Payload, ProtocolError, Request, Rule, ServerId, ServerMessage, SubscriptionId,
+};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc::{self, error::TrySendError};
-use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::codec::{Decoder, Encoder, FramedWrite};
 
-const USAGE: &str =
-    "usage: router [--listen ADDR] --upstream ADDR [--upstream ADDR ...] [--server-id UUID] [--dedicated] [--connections N] [--quiet]";
+const USAGE: &str = "usage: router [--listen ADDR | --unix PATH] --upstream ADDR|PATH [--upstream ADDR|PATH ...] \
+[--server-id UUID] [--shared] [--connections N] [--quiet] [bounds: see --help]";
 /// What `--help` prints (on stdout, exit status 0).
-const HELP: &str = "A Pi protocol coordinator over TCP: routes many clients to the server processes behind it.
+const HELP: &str = "A Pi protocol coordinator: routes many clients to the server processes behind it.
 
-usage: router [--listen ADDR] --upstream ADDR [--upstream ADDR ...] [--server-id UUID] [--dedicated] [--connections N] [--quiet]
+usage: router [--listen ADDR | --unix PATH] --upstream ADDR|PATH [--upstream ADDR|PATH ...] [options]
 
-  --listen ADDR      address to listen on (default 127.0.0.1:7979; port 0 picks a free port)
-  --upstream ADDR    a server process to route to (one per server, at least one)
+  --listen ADDR      TCP address to listen on (default 127.0.0.1:7979; port 0 picks a free port)
+  --unix PATH        listen on a Unix socket instead (mode 0600, unlinked on exit)
+  --upstream ADDR    a server process to route to (one per server, at least one); a value with
+                     a '/' or a 'unix:' prefix is a Unix socket path
   --server-id UUID   the home serverId its handshake names (default: the one the first upstream announces)
-  --dedicated        one upstream connection per client and server instead of one shared per server
+  --shared           one upstream connection per server shared by every client (default: one per
+                     client and server, which every client's subscriptions and attachments need)
   --connections N    exit once N clients have come and gone (default: serve forever)
   --quiet            no event lines
   -h, --help         print this help
 
+Bounds (defaults: RouterOptions and AcceptOptions):
+  --max-connections N                    clients at once; accepting pauses at it (1024)
+  --handshake-timeout-ms MS              a client's hello (5000)
+  --upstream-handshake-timeout-ms MS     an upstream's hello (5000)
+  --write-timeout-ms MS                  a peer that reads nothing is closed after it (30000)
+  --idle-timeout-ms MS                   an idle client is closed after it (none)
+  --frame-timeout-ms MS                  the rest of a frame once it started (30000)
+  --max-frame-before-hello BYTES         a client's frames before its hello (1024)
+  --max-client-queue-bytes BYTES         queued for one client (67108864)
+  --max-upstream-queue-bytes BYTES       queued for one upstream (67108864)
+  --max-total-queue-bytes BYTES          queued for all connections (1073741824)
+  --max-in-flight-per-shared-upstream N  one client's calls on one shared upstream (256)
+  --max-held-bytes BYTES                 request ids and targets held for one client (1048576)
+
 The first line on stdout is `listening on ADDR`, then one JSON object a line per router event.";
 
-/// Messages queued for one client's writer before the client counts as too slow.
-const CLIENT_QUEUE: usize = 4096;
-/// Messages queued for one upstream's writer before it counts as too slow.
-const UPSTREAM_QUEUE: usize = 65536;
+/// The bytes of decoded messages that may wait for the router task, over every reader: 64 MiB.
+const INBOUND_BUDGET: usize = 64 * 1024 * 1024;
+/// Decoded messages of one connection that may wait for the router task at once: the router
+/// task takes inputs first come, first served, so between two messages of one connection it
+/// handles at most this many of each other connection (round robin, in turns of this size).
+const TURN: usize = 32;
+/// Frames at least this long are decoded on tokio's blocking pool, off the thread that runs
+/// the router task: 1 MiB.
+const DECODE_ELSEWHERE: usize = 1 << 20;
+/// The longest call the subscription inspector reads: 64 KiB. A `$chord.service` call is a
+/// few dozen bytes; a longer one is routed as a plain call (a subscription opened with one is
+/// not tracked, and its updates are dropped as unrouted).
+const INSPECT_LIMIT: usize = 64 * 1024;
+/// The read buffer each reader keeps while it idles.
+const READ_CHUNK: usize = 4096;
+/// Inputs the router task takes before it writes what they produced.
+const BATCH: usize = 256;
+
+#[derive(Clone, Debug)]
+enum Address {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+impl Address {
+    fn parse(value: &str) -> Address {
+        match value.strip_prefix("unix:") {
+            Some(path) => Address::Unix(path.into()),
+            None if value.contains('/') => Address::Unix(value.into()),
+            None => Address::Tcp(value.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Address::Tcp(address) => f.write_str(address),
+            Address::Unix(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+async fn connect(address: &Address) -> io::Result<(Reader, Writer)> {
+    match address {
+        Address::Tcp(address) => {
+            let stream = tokio::net::TcpStream::connect(address).await?;
+            let _ = stream.set_nodelay(true);
+            let (reader, writer) = stream.into_split();
+            Ok((Box::new(reader), Box::new(writer)))
+        }
+        Address::Unix(path) => {
+            let (reader, writer) = tokio::net::UnixStream::connect(path).await?.into_split();
+            Ok((Box::new(reader), Box::new(writer)))
+        }
+    }
+}
 
 struct Args {
-    listen: String,
-    upstreams: Vec<String>,
+    listen: Address,
+    upstreams: Vec<Address>,
     server_id: Option<ServerId>,
-    dedicated: bool,
+    shared: bool,
     connections: Option<u64>,
     quiet: bool,
+    options: RouterOptions,
+    accept: AcceptOptions,
 }
 
 /// The arguments, or `None` when `--help` asks for the help.
 fn parse_args() -> Result<Option<Args>, String> {
     let mut args = Args {
-        listen: "127.0.0.1:7979".to_owned(),
+        listen: Address::Tcp("127.0.0.1:7979".to_owned()),
         upstreams: Vec::new(),
         server_id: None,
-        dedicated: false,
+        shared: false,
         connections: None,
         quiet: false,
+        options: RouterOptions::default(),
+        accept: AcceptOptions::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        let mut number = || -> Result<u64, String> {
+            let text = value()?;
+            text.parse().map_err(|_| format!("{flag} needs a number, not {text}"))
+        };
+        let o = &mut args.options;
         match flag.as_str() {
-            "--listen" => args.listen = value()?,
-            "--upstream" => args.upstreams.push(value()?),
+            "--listen" => args.listen = Address::Tcp(value()?),
+            "--unix" => args.listen = Address::Unix(value()?.into()),
+            "--upstream" => args.upstreams.push(Address::parse(&value()?)),
             "--server-id" => {
                 args.server_id = Some(ServerId::new(value()?).map_err(|e| format!("--server-id: {e}"))?);
             }
-            "--dedicated" => args.dedicated = true,
-            "--connections" => {
-                args.connections = Some(value()?.parse().map_err(|_| "--connections needs a number".to_owned())?);
-            }
+            "--shared" => args.shared = true,
+            "--dedicated" => args.shared = false,
+            "--connections" => args.connections = Some(number()?),
             "--quiet" => args.quiet = true,
+            "--max-connections" => args.accept.max_connections = number()? as usize,
+            "--handshake-timeout-ms" => o.handshake_timeout = Duration::from_millis(number()?),
+            "--upstream-handshake-timeout-ms" => o.upstream_handshake_timeout = Duration::from_millis(number()?),
+            "--write-timeout-ms" => o.write_timeout = Duration::from_millis(number()?),
+            "--idle-timeout-ms" => o.idle_timeout = Some(Duration::from_millis(number()?)),
+            "--frame-timeout-ms" => o.frame_timeout = Duration::from_millis(number()?),
+            "--max-frame-before-hello" => o.max_frame_before_hello = number()? as usize,
+            "--max-client-queue-bytes" => o.max_client_queue_bytes = number()? as usize,
+            "--max-upstream-queue-bytes" => o.max_upstream_queue_bytes = number()? as usize,
+            "--max-total-queue-bytes" => o.max_total_queue_bytes = number()? as usize,
+            "--max-in-flight-per-shared-upstream" => o.max_in_flight_per_shared_upstream = number()? as usize,
+            "--max-held-bytes" => o.max_held_bytes = number()? as usize,
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -134,63 +258,155 @@ async fn main() -> ExitCode {
     )
 }
 
+/// A listening socket: TCP, or a Unix socket path removed again when dropped.
+enum Listening {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener, UnlinkOnDrop),
+}
+
+struct UnlinkOnDrop(PathBuf);
+
+impl Drop for UnlinkOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+async fn listen(address: &Address) -> Result<(Listening, String), String> {
+    match address {
+        Address::Tcp(address) => {
+            let listener =
+                tokio::net::TcpListener::bind(address).await.map_err(|e| format!("cannot listen on {address}: {e}"))?;
+            let local = listener.local_addr().map_err(|e| e.to_string())?;
+            Ok((Listening::Tcp(listener), local.to_string()))
+        }
+        Address::Unix(path) => {
+            // A socket nobody answers on is stale: replace it. A live one is in use.
+            if path.exists() {
+                if tokio::net::UnixStream::connect(path).await.is_ok() {
+                    return Err(format!("{} is in use by a live server", path.display()));
+                }
+                std::fs::remove_file(path).map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
+            }
+            let listener = tokio::net::UnixListener::bind(path)
+                .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+            let guard = UnlinkOnDrop(path.clone());
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+            Ok((Listening::Unix(listener, guard), path.display().to_string()))
+        }
+    }
+}
+
+/// What wakes the router task.
+enum Wake {
+    Input(Input),
+    Progress(Progress),
+    Timer,
+    Stopped,
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let home = match args.server_id.clone() {
         Some(home) => home,
         None => announced_server_id(&args.upstreams[0]).await?,
     };
-    let listener =
-        TcpListener::bind(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let (listening, shown) = listen(&args.listen).await?;
     let (inputs, mut received) = mpsc::channel::<Input>(4096);
-    let router = Router::new(home, RouterOptions::default()).with_inspector(ChordSubscriptions);
-    // Every writer holds a clone of `alive`: once all are dropped, everything queued was written.
+    let (progress, mut progressed) = mpsc::unbounded_channel::<Progress>();
+    let router = Router::new(home, args.options.clone()).with_inspector(ChordSubscriptions);
+    // Every connection task holds a clone of `alive`: once all are dropped, everything was written.
     let (alive, mut writers_done) = mpsc::channel::<()>(1);
-    let mut coordinator = Coordinator::new(router, &args, inputs.clone(), alive);
-    if !args.dedicated {
+    let mut coordinator = Coordinator::new(router, &args, inputs.clone(), progress, alive);
+    if args.shared {
         for address in &args.upstreams {
             coordinator.connect_upstream(address, None);
         }
         coordinator.flush();
         // Serve once every shared upstream has answered its handshake.
         while coordinator.starting > 0 {
-            let input = received.recv().await.ok_or("the router stopped")?;
-            coordinator.handle(input);
+            let wake = tokio::select! {
+                input = received.recv() => input.map_or(Wake::Stopped, Wake::Input),
+                Some(p) = progressed.recv() => Wake::Progress(p),
+            };
+            coordinator.router.handle_timeout(Instant::now().into_std());
+            match wake {
+                Wake::Input(input) => coordinator.handle(input),
+                Wake::Progress(p) => coordinator.progress(p),
+                _ => return Err("the router stopped".to_owned()),
+            }
             coordinator.flush();
             if let Some(failure) = coordinator.failure.take() {
                 return Err(failure);
             }
         }
     }
-    let address = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("listening on {address}");
+    println!("listening on {shown}");
     coordinator.print_deferred();
-    tokio::spawn(accept(listener, inputs, args.connections));
-    while let Some(input) = received.recv().await {
-        coordinator.handle(input);
+    let quiet = args.quiet;
+    let (accept_options, limit) = (args.accept.clone(), args.connections);
+    let acceptor = match listening {
+        Listening::Tcp(listener) => tokio::spawn(accept(listener, accept_options, inputs, limit, quiet, None)),
+        Listening::Unix(listener, guard) => {
+            tokio::spawn(accept(listener, accept_options, inputs, limit, quiet, Some(guard)))
+        }
+    };
+    loop {
+        let deadline = coordinator.router.poll_timeout().map(Instant::from_std);
+        let wake = tokio::select! {
+            biased;
+            Some(p) = progressed.recv() => Wake::Progress(p),
+            input = received.recv() => input.map_or(Wake::Stopped, Wake::Input),
+            () = sleep_until(deadline) => Wake::Timer,
+        };
+        // The clock first, so that what the input arms counts from now.
+        coordinator.router.handle_timeout(Instant::now().into_std());
+        match wake {
+            Wake::Input(input) => {
+                coordinator.handle(input);
+                for _ in 1..BATCH {
+                    match received.try_recv() {
+                        Ok(input) => coordinator.handle(input),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Wake::Progress(p) => coordinator.progress(p),
+            Wake::Timer => {}
+            Wake::Stopped => break,
+        }
         coordinator.flush();
         if coordinator.finished() {
             break;
         }
     }
+    acceptor.abort();
     // Closing the queues lets each writer finish and close its connection.
     drop(coordinator);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writers_done.recv()).await;
+    let _ = tokio::time::timeout(args.options.write_timeout, writers_done.recv()).await;
     Ok(())
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The `serverId` the server at `address` announces, asked with a [`ClientConnection`] over a
 /// connection of its own.
-async fn announced_server_id(address: &str) -> Result<ServerId, String> {
-    let mut stream = TcpStream::connect(address).await.map_err(|e| format!("cannot connect to {address}: {e}"))?;
+async fn announced_server_id(address: &Address) -> Result<ServerId, String> {
+    let (mut reader, mut writer) = connect(address).await.map_err(|e| format!("cannot connect to {address}: {e}"))?;
     let mut connection = ClientConnection::new(ClientOptions::default());
     let mut buf = vec![0u8; 4096];
     loop {
         if let Some(bytes) = connection.poll_transmit() {
-            stream.write_all(&bytes).await.map_err(|e| e.to_string())?;
+            writer.write_all(&bytes).await.map_err(|e| e.to_string())?;
         }
         match connection.poll_event() {
             Some(ClientEvent::Ready { server_id }) => {
-                let _ = stream.shutdown().await;
+                let _ = writer.shutdown().await;
                 return Ok(server_id);
             }
             Some(ClientEvent::Closed { reason, .. }) => {
@@ -199,42 +415,126 @@ async fn announced_server_id(address: &str) -> Result<ServerId, String> {
             Some(_) => continue,
             None => {}
         }
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => connection.close(),
-            Ok(n) => connection.receive(&buf[..n]),
+        let read = tokio::time::timeout(Duration::from_secs(5), reader.read(&mut buf)).await;
+        match read {
+            Ok(Ok(0) | Err(_)) => connection.close(),
+            Ok(Ok(n)) => connection.receive(&buf[..n]),
+            Err(_) => return Err(format!("{address} did not answer the handshake")),
         }
     }
 }
 
-/// Accepts clients until `limit` have connected.
-async fn accept(listener: TcpListener, inputs: mpsc::Sender<Input>, limit: Option<u64>) {
+/// Accepts clients until `limit` have connected, at most `options.max_connections` at once,
+/// backing off on accept errors (reported once per kind).
+async fn accept<L>(
+    listener: L,
+    options: AcceptOptions,
+    inputs: mpsc::Sender<Input>,
+    limit: Option<u64>,
+    quiet: bool,
+    _unlink: Option<UnlinkOnDrop>,
+) where
+    L: Accept,
+    L::Stream: Split,
+{
+    let mut acceptor = Acceptor::new(listener, options).on_report(move |report: &AcceptReport| {
+        if !quiet {
+            println!("{}", json!({"event": "accept", "report": report.to_string()}));
+        }
+    });
     let mut accepted = 0u64;
     while limit.is_none_or(|limit| accepted < limit) {
-        match listener.accept().await {
-            Ok((stream, _)) => {
+        match acceptor.accept().await {
+            Ok(connection) => {
                 accepted += 1;
-                let _ = stream.set_nodelay(true);
-                if inputs.send(Input::Accepted(stream)).await.is_err() {
+                let (reader, writer) = connection.stream.split();
+                if inputs.send(Input::Accepted(reader, writer, connection.permit)).await.is_err() {
                     return;
                 }
             }
-            Err(e) => eprintln!("router: accept failed: {e}"),
+            Err(e) => {
+                eprintln!("router: the listener failed: {e}");
+                return;
+            }
         }
     }
+    // Keep the socket path until the router is done.
+    std::future::pending::<()>().await;
+}
+
+/// A stream split into the two halves a connection task uses.
+trait Split {
+    fn split(self) -> (Reader, Writer);
+}
+
+impl Split for tokio::net::TcpStream {
+    fn split(self) -> (Reader, Writer) {
+        let _ = self.set_nodelay(true);
+        let (reader, writer) = self.into_split();
+        (Box::new(reader), Box::new(writer))
+    }
+}
+
+impl Split for tokio::net::UnixStream {
+    fn split(self) -> (Reader, Writer) {
+        let (reader, writer) = self.into_split();
+        (Box::new(reader), Box::new(writer))
+    }
+}
+
+/// How a connection's stream ended, as its reader saw it.
+enum End {
+    PeerClosed,
+    Io(io::Error),
+    Decode(ProtocolError),
+    FrameTimeout,
 }
 
 /// What the connection tasks tell the task that owns the router.
 enum Input {
     /// A client connected.
-    Accepted(TcpStream),
-    /// A decoded message from a client.
-    FromClient(ClientKey, ClientMessage),
-    /// The client's stream ended or broke.
-    ClientGone(ClientKey, Option<String>),
+    Accepted(Reader, Writer, ConnectionPermit),
+    /// A decoded message from a client, holding its share of the inbound budget and its place
+    /// in the connection's turn.
+    FromClient(ClientKey, ClientMessage, Budget),
+    /// The client's stream ended.
+    ClientEnded(ClientKey, End),
     /// A decoded message from an upstream.
-    FromUpstream(UpstreamKey, ServerMessage),
-    /// The upstream's stream ended, broke or never connected.
-    UpstreamGone(UpstreamKey, Option<String>),
+    FromUpstream(UpstreamKey, ServerMessage, Budget),
+    /// The upstream's stream ended or never connected.
+    UpstreamEnded(UpstreamKey, End),
+}
+
+/// What a decoded message holds until the router task handled it: bytes of the shared inbound
+/// budget and a place in its connection's turn.
+#[allow(dead_code)]
+struct Budget(OwnedSemaphorePermit, OwnedSemaphorePermit);
+
+/// What the writers tell the router task: bytes written, or a write that failed.
+enum Progress {
+    Client(ClientKey, Result<usize, io::Error>),
+    Upstream(UpstreamKey, Result<usize, io::Error>),
+}
+
+/// The router task's handle on one connection task.
+struct Connection<M> {
+    queue: mpsc::UnboundedSender<M>,
+    /// Fired to start reading (a client waiting for its dedicated upstreams).
+    go: Option<oneshot::Sender<()>>,
+    /// Fired (or dropped) to stop reading at once.
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl<M> Connection<M> {
+    /// The router closed it: stop reading now; drop the queue at once when the peer does not
+    /// read, else let the writer finish it (within the write timeout) and close.
+    fn close(self, reason: &CloseReason) {
+        if reason.peer_not_reading() {
+            self.task.abort();
+        }
+        drop(self.stop);
+    }
 }
 
 /// The task that owns the router: it turns inputs into router calls and router output into
@@ -242,15 +542,17 @@ enum Input {
 struct Coordinator {
     router: Router,
     inputs: mpsc::Sender<Input>,
+    progress: mpsc::UnboundedSender<Progress>,
+    inbound: Arc<Semaphore>,
     alive: mpsc::Sender<()>,
-    upstream_addresses: Vec<String>,
-    dedicated: bool,
+    upstream_addresses: Vec<Address>,
+    shared: bool,
     quiet: bool,
-    clients: HashMap<ClientKey, mpsc::Sender<ServerMessage>>,
-    upstreams: HashMap<UpstreamKey, mpsc::Sender<ClientMessage>>,
+    clients: HashMap<ClientKey, Connection<ServerMessage>>,
+    upstreams: HashMap<UpstreamKey, Connection<ClientMessage>>,
     /// Clients waiting for their dedicated upstreams before their first frame is read, and how
     /// many they still wait for.
-    waiting: HashMap<ClientKey, (OwnedReadHalf, usize)>,
+    waiting: HashMap<ClientKey, usize>,
     /// The client of each dedicated upstream.
     owners: HashMap<UpstreamKey, ClientKey>,
     /// Dedicated upstreams that have neither answered their handshake nor failed.
@@ -265,13 +567,21 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn new(router: Router, args: &Args, inputs: mpsc::Sender<Input>, alive: mpsc::Sender<()>) -> Self {
+    fn new(
+        router: Router,
+        args: &Args,
+        inputs: mpsc::Sender<Input>,
+        progress: mpsc::UnboundedSender<Progress>,
+        alive: mpsc::Sender<()>,
+    ) -> Self {
         Coordinator {
             router,
             inputs,
+            progress,
+            inbound: Arc::new(Semaphore::new(INBOUND_BUDGET)),
             alive,
             upstream_addresses: args.upstreams.clone(),
-            dedicated: args.dedicated,
+            shared: args.shared,
             quiet: args.quiet,
             clients: HashMap::new(),
             upstreams: HashMap::new(),
@@ -291,8 +601,13 @@ impl Coordinator {
         self.limit.is_some_and(|limit| self.served >= limit) && self.clients.is_empty()
     }
 
+    fn reader_options(&self) -> ReaderOptions {
+        let options = self.router.options();
+        ReaderOptions { frame_timeout: options.frame_timeout, max_before_hello: None, inbound: self.inbound.clone() }
+    }
+
     /// Registers an upstream (dedicated to `owner`, or shared) and connects it in the background.
-    fn connect_upstream(&mut self, address: &str, owner: Option<ClientKey>) {
+    fn connect_upstream(&mut self, address: &Address, owner: Option<ClientKey>) {
         let key = match owner {
             Some(client) => match self.router.add_dedicated_upstream(client) {
                 Ok(key) => key,
@@ -307,75 +622,102 @@ impl Coordinator {
             self.owners.insert(key, client);
             self.unsettled.insert(key);
         }
-        let (sender, queue) = mpsc::channel(UPSTREAM_QUEUE);
-        self.upstreams.insert(key, sender);
+        let (sender, queue) = mpsc::unbounded_channel();
+        let (stop, stopped) = oneshot::channel();
         let inputs = self.inputs.clone();
+        let progress = self.progress.clone();
         let alive = self.alive.clone();
-        let address = address.to_owned();
-        tokio::spawn(async move {
-            match TcpStream::connect(&address).await {
-                Ok(stream) => {
-                    let _ = stream.set_nodelay(true);
-                    let (reader, writer) = stream.into_split();
-                    // The router's hello is already in the queue.
-                    tokio::spawn(write_loop(FramedWrite::new(writer, ClientCodec::new()), queue, alive));
-                    let framed = FramedRead::new(reader, ClientCodec::new());
-                    read_loop(framed, inputs, |m| Input::FromUpstream(key, m), |e| Input::UpstreamGone(key, e)).await;
-                }
+        let address = address.clone();
+        let reader_options = self.reader_options();
+        let write_timeout = self.router.options().write_timeout;
+        let task = tokio::spawn(async move {
+            let (reader, writer) = match connect(&address).await {
+                Ok(halves) => halves,
                 Err(e) => {
-                    let error = format!("cannot connect to {address}: {e}");
-                    let _ = inputs.send(Input::UpstreamGone(key, Some(error))).await;
+                    let _ = inputs.send(Input::UpstreamEnded(key, End::Io(e))).await;
+                    return;
                 }
-            }
+            };
+            let sink = FramedWrite::new(writer, ClientCodec::new());
+            let wire = Wire { bytes_of: client_message_bytes, encode: pi_protocol::encode_client_message };
+            let write = write_loop(sink, queue, write_timeout, wire, move |r| {
+                let _ = progress.send(Progress::Upstream(key, r));
+            });
+            let read = read_loop(reader, ClientCodec::new(), reader_options, inputs, server_message_bytes, key);
+            // The router's hello is already in the queue.
+            run_connection(read, write, None, stopped, alive).await;
         });
+        self.upstreams.insert(key, Connection { queue: sender, go: None, stop: Some(stop), task: task.abort_handle() });
     }
 
     fn handle(&mut self, input: Input) {
         match input {
-            Input::Accepted(stream) => self.accepted(stream),
-            Input::FromClient(client, message) => self.router.client_message(client, message),
-            Input::ClientGone(client, error) => {
-                if let Some(error) = error {
-                    self.log(json!({"event": "client_error", "client": client.get(), "error": error}));
+            Input::Accepted(reader, writer, permit) => self.accepted(reader, writer, permit),
+            Input::FromClient(client, message, _budget) => self.router.client_message(client, message),
+            Input::ClientEnded(client, end) => match end {
+                End::PeerClosed => self.router.client_peer_closed(client),
+                End::Io(e) => self.router.client_transport_failed(client, &e),
+                End::Decode(e) => self.router.client_decode_failed(client, e),
+                End::FrameTimeout => self.router.client_frame_timed_out(client),
+            },
+            Input::FromUpstream(upstream, message, _budget) => self.router.upstream_message(upstream, message),
+            Input::UpstreamEnded(upstream, end) => match end {
+                End::PeerClosed => self.router.upstream_peer_closed(upstream),
+                End::Io(e) => {
+                    self.log(json!({"event": "upstream_error", "upstream": upstream.get(), "error": e.to_string()}));
+                    self.router.upstream_transport_failed(upstream, &e);
                 }
-                self.router.disconnect_client(client);
-            }
-            Input::FromUpstream(upstream, message) => self.router.upstream_message(upstream, message),
-            Input::UpstreamGone(upstream, error) => {
-                if let Some(error) = error {
-                    self.log(json!({"event": "upstream_error", "upstream": upstream.get(), "error": error}));
-                }
-                self.router.disconnect_upstream(upstream);
-            }
+                End::Decode(e) => self.router.upstream_decode_failed(upstream, e),
+                End::FrameTimeout => self.router.upstream_frame_timed_out(upstream),
+            },
         }
     }
 
-    fn accepted(&mut self, stream: TcpStream) {
+    fn progress(&mut self, progress: Progress) {
+        match progress {
+            Progress::Client(client, Ok(bytes)) => self.router.client_written(client, bytes),
+            Progress::Client(client, Err(e)) => self.router.client_transport_failed(client, &e),
+            Progress::Upstream(upstream, Ok(bytes)) => self.router.upstream_written(upstream, bytes),
+            Progress::Upstream(upstream, Err(e)) => self.router.upstream_transport_failed(upstream, &e),
+        }
+    }
+
+    fn accepted(&mut self, reader: Reader, writer: Writer, permit: ConnectionPermit) {
         self.served += 1;
         let client = self.router.add_client();
-        let (reader, writer) = stream.into_split();
-        let (sender, queue) = mpsc::channel(CLIENT_QUEUE);
-        self.clients.insert(client, sender);
-        tokio::spawn(write_loop(FramedWrite::new(writer, ServerCodec::new()), queue, self.alive.clone()));
-        if self.dedicated {
-            let addresses = self.upstream_addresses.clone();
-            self.waiting.insert(client, (reader, addresses.len()));
-            for address in &addresses {
-                self.connect_upstream(address, Some(client));
+        let (sender, queue) = mpsc::unbounded_channel();
+        let (stop, stopped) = oneshot::channel();
+        let (go, start) = oneshot::channel();
+        let progress = self.progress.clone();
+        let mut reader_options = self.reader_options();
+        reader_options.max_before_hello = Some(self.router.options().max_frame_before_hello);
+        let sink = FramedWrite::new(writer, ServerCodec::new());
+        let wire = Wire { bytes_of: server_message_bytes, encode: pi_protocol::encode_server_message };
+        let write = write_loop(sink, queue, self.router.options().write_timeout, wire, move |r| {
+            let _ = progress.send(Progress::Client(client, r));
+        });
+        let read =
+            read_loop(reader, ServerCodec::new(), reader_options, self.inputs.clone(), client_message_bytes, client);
+        let alive = self.alive.clone();
+        let task = tokio::spawn(async move {
+            let _permit = permit;
+            run_connection(read, write, Some(start), stopped, alive).await;
+        });
+        let mut connection = Connection { queue: sender, go: Some(go), stop: Some(stop), task: task.abort_handle() };
+        if self.shared {
+            if let Some(go) = connection.go.take() {
+                let _ = go.send(());
             }
         } else {
-            self.start_reading(client, reader);
+            let addresses = self.upstream_addresses.clone();
+            self.waiting.insert(client, addresses.len());
         }
-    }
-
-    fn start_reading(&self, client: ClientKey, reader: OwnedReadHalf) {
-        let framed = FramedRead::new(reader, ServerCodec::new());
-        tokio::spawn(read_loop(
-            framed,
-            self.inputs.clone(),
-            move |m| Input::FromClient(client, m),
-            move |e| Input::ClientGone(client, e),
-        ));
+        self.clients.insert(client, connection);
+        if !self.shared {
+            for address in &self.upstream_addresses.clone() {
+                self.connect_upstream(address, Some(client));
+            }
+        }
     }
 
     /// A dedicated upstream answered its handshake or failed: once all of its client's have,
@@ -385,11 +727,12 @@ impl Coordinator {
             return;
         }
         let Some(client) = self.owners.get(&upstream).copied() else { return };
-        let Some((_, remaining)) = self.waiting.get_mut(&client) else { return };
+        let Some(remaining) = self.waiting.get_mut(&client) else { return };
         *remaining -= 1;
         if *remaining == 0 {
-            if let Some((reader, _)) = self.waiting.remove(&client) {
-                self.start_reading(client, reader);
+            self.waiting.remove(&client);
+            if let Some(go) = self.clients.get_mut(&client).and_then(|c| c.go.take()) {
+                let _ = go.send(());
             }
         }
     }
@@ -399,19 +742,13 @@ impl Coordinator {
         while let Some(transmit) = self.router.poll_transmit() {
             match transmit {
                 Transmit::ToClient { client, message } => {
-                    if let Some(sender) = self.clients.get(&client) {
-                        if let Err(TrySendError::Full(_)) = sender.try_send(message) {
-                            self.log(json!({"event": "client_too_slow", "client": client.get()}));
-                            self.router.disconnect_client(client);
-                        }
+                    if let Some(connection) = self.clients.get(&client) {
+                        let _ = connection.queue.send(message);
                     }
                 }
                 Transmit::ToUpstream { upstream, message } => {
-                    if let Some(sender) = self.upstreams.get(&upstream) {
-                        if let Err(TrySendError::Full(_)) = sender.try_send(message) {
-                            self.log(json!({"event": "upstream_too_slow", "upstream": upstream.get()}));
-                            self.router.disconnect_upstream(upstream);
-                        }
+                    if let Some(connection) = self.upstreams.get(&upstream) {
+                        let _ = connection.queue.send(message);
                     }
                 }
                 _ => {}
@@ -420,9 +757,10 @@ impl Coordinator {
         while let Some(event) = self.router.poll_event() {
             self.log_event(&event);
             match event {
-                RouterEvent::ClientClosed { client, .. } => {
-                    // Dropping the queue lets the writer finish what is queued, then close.
-                    self.clients.remove(&client);
+                RouterEvent::ClientClosed { client, reason } => {
+                    if let Some(connection) = self.clients.remove(&client) {
+                        connection.close(&reason);
+                    }
                     self.waiting.remove(&client);
                 }
                 RouterEvent::UpstreamReady { upstream, .. } => {
@@ -433,7 +771,9 @@ impl Coordinator {
                     }
                 }
                 RouterEvent::UpstreamClosed { upstream, reason, .. } => {
-                    self.upstreams.remove(&upstream);
+                    if let Some(connection) = self.upstreams.remove(&upstream) {
+                        connection.close(&reason);
+                    }
                     if self.owners.contains_key(&upstream) {
                         self.dedicated_settled(upstream);
                         self.owners.remove(&upstream);
@@ -461,17 +801,22 @@ impl Coordinator {
     }
 
     fn log_event(&mut self, event: &RouterEvent) {
+        if self.quiet {
+            return;
+        }
         let line = match event {
             RouterEvent::ClientReady { client } => json!({"event": "client_ready", "client": client.get()}),
-            RouterEvent::ClientClosed { client, reason } => {
-                json!({"event": "client_closed", "client": client.get(), "reason": reason.to_string()})
-            }
+            RouterEvent::ClientClosed { client, reason } => json!({
+                "event": "client_closed", "client": client.get(), "reason": reason.to_string(),
+                "kind": reason_kind(reason),
+            }),
             RouterEvent::UpstreamReady { upstream, server_id, replaced } => json!({
                 "event": "upstream_ready", "upstream": upstream.get(), "serverId": server_id,
                 "replaced": replaced.map(UpstreamKey::get),
             }),
             RouterEvent::UpstreamClosed { upstream, reason, failed } => json!({
-                "event": "upstream_closed", "upstream": upstream.get(), "reason": reason.to_string(), "failed": failed,
+                "event": "upstream_closed", "upstream": upstream.get(), "reason": reason.to_string(),
+                "kind": reason_kind(reason), "failed": failed,
             }),
             RouterEvent::Refused { client, id, reason } => {
                 json!({"event": "refused", "client": client.get(), "id": id, "reason": format!("{reason:?}")})
@@ -488,71 +833,278 @@ impl Coordinator {
     }
 }
 
-/// Reads messages until the stream ends or breaks, passing each on.
-async fn read_loop<R, C, M>(
-    mut framed: FramedRead<R, C>,
-    inputs: mpsc::Sender<Input>,
-    message: impl Fn(M) -> Input,
-    gone: impl Fn(Option<String>) -> Input,
-) where
-    R: AsyncRead + Unpin,
-    C: Decoder<Item = M, Error = pi_protocol::io::Error>,
-{
-    let error = loop {
-        match framed.next().await {
-            Some(Ok(m)) => {
-                if inputs.send(message(m)).await.is_err() {
-                    return;
-                }
-            }
-            Some(Err(e)) => break Some(e.to_string()),
-            None => break None,
-        }
-    };
-    let _ = inputs.send(gone(error)).await;
+/// A short name of a close reason for the event lines: `local`, `peer_closed`, `transport`,
+/// `timeout_handshake`, `too_slow`, ...
+fn reason_kind(reason: &CloseReason) -> String {
+    match reason {
+        CloseReason::Local => "local".to_owned(),
+        CloseReason::PeerClosed => "peer_closed".to_owned(),
+        CloseReason::Transport(_) => "transport".to_owned(),
+        CloseReason::Rejected(_) => "rejected".to_owned(),
+        CloseReason::UnsupportedVersion(_) => "unsupported_version".to_owned(),
+        CloseReason::Violation(_) => "violation".to_owned(),
+        CloseReason::TransmitQueueFull { .. } => "too_slow".to_owned(),
+        CloseReason::Timeout(deadline) => format!("timeout_{deadline:?}").to_lowercase(),
+        _ => "other".to_owned(),
+    }
 }
 
-/// Writes what is queued, a batch per flush, until the queue is dropped; then closes. `alive`
-/// is dropped when it returns.
-async fn write_loop<W, C, M>(mut sink: FramedWrite<W, C>, mut queue: mpsc::Receiver<M>, alive: mpsc::Sender<()>)
-where
-    W: AsyncWrite + Unpin,
-    C: Encoder<M, Error = pi_protocol::io::Error>,
-{
-    while let Some(message) = queue.recv().await {
-        if sink.feed(message).await.is_err() {
-            return;
-        }
-        while let Ok(message) = queue.try_recv() {
-            if sink.feed(message).await.is_err() {
-                return;
+/// Runs a connection's reader and writer together: reading starts when `start` fires (at once
+/// without one) and stops when `stop` fires or is dropped; the writer runs until its queue is
+/// dropped and drained. `alive` is dropped when both are done.
+async fn run_connection(
+    read: impl std::future::Future<Output = ()>,
+    write: impl std::future::Future<Output = ()>,
+    start: Option<oneshot::Receiver<()>>,
+    mut stop: oneshot::Receiver<()>,
+    alive: mpsc::Sender<()>,
+) {
+    let read = async {
+        if let Some(start) = start {
+            tokio::select! {
+                go = start => if go.is_err() { return },
+                _ = &mut stop => return,
             }
         }
-        if sink.flush().await.is_err() {
-            return;
+        tokio::select! {
+            () = read => {}
+            _ = &mut stop => {}
         }
-    }
-    let _ = sink.close().await;
+    };
+    tokio::join!(read, write);
     drop(alive);
+}
+
+struct ReaderOptions {
+    frame_timeout: Duration,
+    /// The frame limit until the first message decoded (clients: before their `hello`).
+    max_before_hello: Option<usize>,
+    inbound: Arc<Semaphore>,
+}
+
+/// Reads and decodes frames until the stream ends, passing each message on once the inbound
+/// budget has room for it; a frame begun and not finished within the frame timeout ends it.
+async fn read_loop<C, M, K>(
+    mut reader: Reader,
+    mut codec: C,
+    options: ReaderOptions,
+    inputs: mpsc::Sender<Input>,
+    bytes_of: fn(&M) -> usize,
+    key: K,
+) where
+    C: Decoder<Item = M, Error = IoError> + Clone + Send + 'static,
+    M: Send + 'static,
+    K: Key<M>,
+{
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut limit = options.max_before_hello;
+    let turn = Arc::new(Semaphore::new(TURN));
+    let mut frame_started: Option<Instant> = None;
+    let end = 'read: loop {
+        let mut decoded = false;
+        loop {
+            if let (Some(limit), Some(header)) = (limit, buf.get(..4)) {
+                let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+                if length as usize > limit {
+                    let rule = Rule::FrameTooLong { length: u64::from(length), limit: limit as u64 };
+                    break 'read End::Decode(ProtocolError::new(ErrorKind::Frame, rule));
+                }
+            }
+            let length = buf.get(..4).map(|h| u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize);
+            let decoded_message = match length {
+                // A long frame, all here: decoded on the blocking pool, so that the router
+                // task and the other connections go on meanwhile.
+                Some(length) if length >= DECODE_ELSEWHERE && buf.len() >= 4 + length => {
+                    let mut frame = buf.split_to(4 + length);
+                    let mut elsewhere = codec.clone();
+                    match tokio::task::spawn_blocking(move || elsewhere.decode(&mut frame)).await {
+                        Ok(result) => result,
+                        Err(e) => Err(IoError::Io(io::Error::other(e.to_string()))),
+                    }
+                }
+                _ => codec.decode(&mut buf),
+            };
+            match decoded_message {
+                Ok(Some(message)) => {
+                    decoded = true;
+                    limit = None;
+                    let bytes = bytes_of(&message).min(INBOUND_BUDGET) as u32;
+                    let Ok(place) = turn.clone().acquire_owned().await else { return };
+                    let Ok(permit) = options.inbound.clone().acquire_many_owned(bytes).await else { return };
+                    if inputs.send(key.message(message, Budget(permit, place))).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(IoError::Protocol(e)) => break 'read End::Decode(e),
+                Err(IoError::Io(e)) => break 'read End::Io(e),
+                Err(e) => break 'read End::Io(io::Error::other(e.to_string())),
+            }
+        }
+        if buf.is_empty() {
+            frame_started = None;
+        } else if decoded || frame_started.is_none() {
+            frame_started = Some(Instant::now());
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        let read = reader.read_buf(&mut buf);
+        let result = match frame_started {
+            None => read.await,
+            Some(started) => match tokio::time::timeout_at(started + options.frame_timeout, read).await {
+                Ok(result) => result,
+                Err(_) => break End::FrameTimeout,
+            },
+        };
+        match result {
+            Ok(0) if buf.is_empty() => break End::PeerClosed,
+            Ok(0) => break End::Decode(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame)),
+            Ok(_) => {}
+            Err(e) => break End::Io(e),
+        }
+    };
+    let _ = inputs.send(key.ended(end)).await;
+}
+
+/// How a reader names what it read, for a client or an upstream.
+trait Key<M>: Copy {
+    fn message(self, message: M, budget: Budget) -> Input;
+    fn ended(self, end: End) -> Input;
+}
+
+impl Key<ClientMessage> for ClientKey {
+    fn message(self, message: ClientMessage, budget: Budget) -> Input {
+        Input::FromClient(self, message, budget)
+    }
+    fn ended(self, end: End) -> Input {
+        Input::ClientEnded(self, end)
+    }
+}
+
+impl Key<ServerMessage> for UpstreamKey {
+    fn message(self, message: ServerMessage, budget: Budget) -> Input {
+        Input::FromUpstream(self, message, budget)
+    }
+    fn ended(self, end: End) -> Input {
+        Input::UpstreamEnded(self, end)
+    }
+}
+
+/// Writes what is queued, a batch per flush, reporting the bytes of each batch (as the router
+/// counts them) or the failure; once the queue is dropped and drained, closes the stream
+/// within `write_timeout`.
+async fn write_loop<C, M>(
+    mut sink: FramedWrite<Writer, C>,
+    mut queue: mpsc::UnboundedReceiver<M>,
+    write_timeout: Duration,
+    wire: Wire<M>,
+    report: impl Fn(Result<usize, io::Error>),
+) where
+    C: Encoder<M, Error = IoError>,
+    M: Send + 'static,
+{
+    let failed = |e: IoError| match e {
+        IoError::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    };
+    while let Some(message) = queue.recv().await {
+        let mut bytes = 0;
+        let mut next = Some(message);
+        while let Some(message) = next.take().or_else(|| queue.try_recv().ok()) {
+            let size = (wire.bytes_of)(&message);
+            bytes += size;
+            let fed = if size >= DECODE_ELSEWHERE {
+                // A long message is encoded on the blocking pool, then written as it is.
+                let encode = wire.encode;
+                match tokio::task::spawn_blocking(move || encode(&message)).await {
+                    Ok(Ok(frame)) => match sink.flush().await {
+                        Ok(()) => sink.get_mut().write_all(&frame).await.map_err(IoError::Io),
+                        Err(e) => Err(e),
+                    },
+                    Ok(Err(e)) => Err(IoError::Protocol(e)),
+                    Err(e) => Err(IoError::Io(io::Error::other(e.to_string()))),
+                }
+            } else {
+                sink.feed(message).await
+            };
+            if let Err(e) = fed {
+                return report(Err(failed(e)));
+            }
+        }
+        if let Err(e) = sink.flush().await {
+            return report(Err(failed(e)));
+        }
+        report(Ok(bytes));
+    }
+    let _ = tokio::time::timeout(write_timeout, sink.close()).await;
+}
+
+/// How a writer measures and, for long messages, encodes what it writes.
+struct Wire<M> {
+    bytes_of: fn(&M) -> usize,
+    encode: fn(&M) -> Result<Vec<u8>, ProtocolError>,
 }
 
 /// The application's knowledge the router needs: which calls open and close subscriptions
 /// (`$chord.service` `subscribe` / `unsubscribe`, the id first among the arguments).
 struct ChordSubscriptions;
 
+/// The fields of a call the inspector reads, straight from its bytes: every other field, and
+/// every argument after the first, is skipped without being built.
+#[derive(Deserialize)]
+struct ControlCall<'a> {
+    #[serde(rename = "serviceId", borrow)]
+    service_id: Option<&'a str>,
+    #[serde(borrow)]
+    member: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct ControlArgs<'a> {
+    #[serde(borrow)]
+    args: FirstArgument<'a>,
+}
+
+/// The first element of an array when it is a string.
+struct FirstArgument<'a>(Option<&'a str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstArgument<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct First;
+        impl<'de> Visitor<'de> for First {
+            type Value = FirstArgument<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<&'de str>().ok().flatten();
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstArgument(first))
+            }
+        }
+        deserializer.deserialize_seq(First)
+    }
+}
+
 impl CallInspector for ChordSubscriptions {
     fn inspect(&mut self, request: &Request) -> CallEffect {
         // Only calls that name the control service are read at all.
         let cbor = request.call.as_cbor();
-        if !cbor.windows(b"$chord.service".len()).any(|w| w == b"$chord.service") {
+        if cbor.len() > INSPECT_LIMIT || !cbor.windows(b"$chord.service".len()).any(|w| w == b"$chord.service") {
             return CallEffect::Plain;
         }
-        let call = request.call.to_value();
-        let first = call["args"][0].as_str().and_then(|s| SubscriptionId::new(s).ok());
-        match (call["serviceId"].as_str(), call["member"].as_str(), first) {
-            (Some("$chord.service"), Some("subscribe"), Some(id)) => CallEffect::Subscribe(id),
-            (Some("$chord.service"), Some("unsubscribe"), Some(id)) => CallEffect::Unsubscribe(id),
-            _ => CallEffect::Plain,
+        let Ok(call) = request.call.deserialize::<ControlCall<'_>>() else { return CallEffect::Plain };
+        let subscribe = match (call.service_id, call.member) {
+            (Some("$chord.service"), Some("subscribe")) => true,
+            (Some("$chord.service"), Some("unsubscribe")) => false,
+            _ => return CallEffect::Plain,
+        };
+        let first = request.call.deserialize::<ControlArgs<'_>>().ok().and_then(|a| a.args.0);
+        match first.and_then(|id| SubscriptionId::new(id).ok()) {
+            Some(id) if subscribe => CallEffect::Subscribe(id),
+            Some(id) => CallEffect::Unsubscribe(id),
+            None => CallEffect::Plain,
         }
     }
 

@@ -3,11 +3,12 @@
 //! driving many clients and server connections through it in random interleavings.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pi_protocol::connection::{
-    CallEffect, CallInspector, ClientKey, CloseReason, FenceReason, Refusal, Router, RouterEvent, RouterOptions,
-    ServerConnection, ServerEvent, ServerOptions, Transmit, UpstreamKey, Violation,
+    CallEffect, CallInspector, ClientKey, CloseReason, Deadline, FenceReason, Refusal, Router, RouterEvent,
+    RouterOptions, ServerConnection, ServerEvent, ServerOptions, Transmit, UpstreamKey, Violation,
 };
 use pi_protocol::{
     encode_client_message, Attachment, AttachmentId, Cancel, ClientHello, ClientMessage, ErrorBody, ErrorCode,
@@ -142,7 +143,23 @@ impl Harness {
         Harness { router }
     }
 
+    /// What the router queued, reported written as a driver would once it wrote them (rule 11).
     fn transmits(&mut self) -> Vec<Transmit> {
+        let out = self.unwritten();
+        for transmit in &out {
+            match transmit {
+                Transmit::ToClient { client, .. } => self.router.client_written(*client, transmit.queued_bytes()),
+                Transmit::ToUpstream { upstream, .. } => {
+                    self.router.upstream_written(*upstream, transmit.queued_bytes())
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// What the router queued, taken without reporting it written: a peer that does not read.
+    fn unwritten(&mut self) -> Vec<Transmit> {
         std::iter::from_fn(|| self.router.poll_transmit()).collect()
     }
 
@@ -823,6 +840,271 @@ fn rule9_a_departing_upstream_fails_its_pending_requests_and_stops_serving_its_i
     assert_eq!(out, vec![to_client(one, failure("again", RouterOptions::default().unknown_server))]);
     assert_eq!(h.receive(b, success("req-1", None)), vec![to_client(two, success("z", None))]);
     assert_eq!(h.receive(a, success("req-1", None)), vec![], "a closed upstream is ignored");
+}
+
+// ---- Rule 10: deadlines, on the router's clock.
+
+fn closed_client(events: &[RouterEvent]) -> Vec<(ClientKey, CloseReason)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RouterEvent::ClientClosed { client, reason } => Some((*client, reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn closed_upstream(events: &[RouterEvent]) -> Vec<(UpstreamKey, CloseReason, usize)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RouterEvent::UpstreamClosed { upstream, reason, failed } => Some((*upstream, reason.clone(), *failed)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A harness whose router's clock is set to the instant returned.
+fn timed(options: RouterOptions) -> (Harness, Instant) {
+    let mut h = Harness::with(Router::new(sid(A), options));
+    let t0 = Instant::now();
+    h.router.handle_timeout(t0);
+    (h, t0)
+}
+
+#[test]
+fn rule10_a_client_without_hello_gets_hello_error_handshake_timeout_at_the_deadline_and_is_closed() {
+    let (mut h, t0) = timed(RouterOptions::default());
+    let silent = h.router.add_client();
+    let greeted = h.router.add_client();
+    assert_eq!(h.router.poll_timeout(), Some(t0 + Duration::from_secs(5)));
+    h.router.handle_timeout(t0 + Duration::from_millis(100));
+    h.send(greeted, hello(8));
+    h.events();
+    h.router.handle_timeout(t0 + Duration::from_millis(4999));
+    assert!(h.transmits().is_empty() && h.events().is_empty(), "nothing before the deadline");
+    h.router.handle_timeout(t0 + Duration::from_secs(5));
+    let error = ErrorBody::new(ErrorCode::new("invalid_request").unwrap(), "Handshake timeout");
+    assert_eq!(h.transmits(), vec![to_client(silent, ServerMessage::HelloError(ServerHelloError::new(error)))]);
+    assert_eq!(closed_client(&h.events()), vec![(silent, CloseReason::Timeout(Deadline::Handshake))]);
+    assert!(h.router.is_client_ready(greeted), "a client that said hello in time is untouched");
+    assert!(!CloseReason::Timeout(Deadline::Handshake).peer_not_reading(), "the hello_error is written");
+}
+
+#[test]
+fn rule10_an_upstream_that_does_not_answer_the_router_hello_in_time_is_closed() {
+    let (mut h, t0) = timed(RouterOptions::default().upstream_handshake_timeout(Duration::from_secs(2)));
+    let slow = h.router.add_upstream();
+    let quick = h.router.add_upstream();
+    h.router.upstream_message(quick, server_hello(B));
+    h.transmits();
+    h.events();
+    h.router.handle_timeout(t0 + Duration::from_secs(2));
+    assert_eq!(closed_upstream(&h.events()), vec![(slow, CloseReason::Timeout(Deadline::Handshake), 0)]);
+    assert_eq!(h.router.upstream_server_id(quick), Some(&sid(B)));
+}
+
+#[test]
+fn rule10_a_peer_that_reads_nothing_for_the_write_timeout_is_closed_and_progress_keeps_it_open() {
+    let options = RouterOptions::default().write_timeout(Duration::from_secs(10));
+    let (mut h, t0) = timed(options);
+    let upstream = h.shared(A);
+    let reading = h.client();
+    let stuck = h.client();
+    for client in [reading, stuck] {
+        for transmit in h.send(client, request("1", server_target(A), Payload::null())) {
+            h.router.upstream_written(upstream, transmit.queued_bytes());
+        }
+    }
+    h.router.upstream_message(upstream, success("req-1", None));
+    h.router.upstream_message(upstream, success("req-2", None));
+    assert_eq!(h.unwritten().len(), 2);
+    assert!(h.router.client_queued_bytes(stuck) > 0);
+    // The reading client writes half of it at 6 s, the rest at 12 s; the stuck one never.
+    h.router.handle_timeout(t0 + Duration::from_secs(6));
+    h.router.client_written(reading, 10);
+    h.router.handle_timeout(t0 + Duration::from_secs(10));
+    assert_eq!(closed_client(&h.events()), vec![(stuck, CloseReason::Timeout(Deadline::Write))]);
+    assert_eq!(h.router.client_queued_bytes(stuck), 0, "its queue left the budget");
+    h.router.handle_timeout(t0 + Duration::from_secs(15));
+    assert!(h.router.is_client_ready(reading), "progress at 6 s moved its deadline to 16 s");
+    h.router.handle_timeout(t0 + Duration::from_secs(16));
+    assert_eq!(closed_client(&h.events()), vec![(reading, CloseReason::Timeout(Deadline::Write))]);
+    assert!(CloseReason::Timeout(Deadline::Write).peer_not_reading());
+    assert_eq!(h.router.total_queued_bytes(), 0);
+}
+
+#[test]
+fn rule10_an_idle_client_is_closed_unless_a_call_is_pending() {
+    let (mut h, t0) = timed(RouterOptions::default().idle_timeout(Some(Duration::from_secs(30))));
+    let upstream = h.shared(A);
+    let idle = h.client();
+    let waiting = h.client();
+    h.send(waiting, request("1", server_target(A), Payload::null()));
+    h.events();
+    h.router.handle_timeout(t0 + Duration::from_secs(29));
+    assert!(h.events().is_empty());
+    h.router.handle_timeout(t0 + Duration::from_secs(30));
+    assert_eq!(closed_client(&h.events()), vec![(idle, CloseReason::Timeout(Deadline::Idle))]);
+    h.router.handle_timeout(t0 + Duration::from_secs(100));
+    assert!(h.events().is_empty(), "a client waiting for an answer is not idle");
+    h.receive(upstream, success("req-1", None));
+    h.router.handle_timeout(t0 + Duration::from_secs(129));
+    assert!(h.events().is_empty());
+    h.router.handle_timeout(t0 + Duration::from_secs(130));
+    assert_eq!(closed_client(&h.events()), vec![(waiting, CloseReason::Timeout(Deadline::Idle))]);
+    let (mut h, t0) = timed(RouterOptions::default());
+    h.client();
+    h.router.handle_timeout(t0 + Duration::from_secs(3600));
+    assert!(h.events().is_empty(), "no idle timeout by default");
+}
+
+// ---- Rule 11: byte budgets.
+
+fn blob(bytes: usize) -> Payload {
+    payload(json!("x".repeat(bytes)))
+}
+
+#[test]
+fn rule11_a_client_past_its_queue_budget_is_closed_at_once_and_its_queue_dropped() {
+    let (mut h, _) = timed(RouterOptions::default().max_client_queue_bytes(2000));
+    let upstream = h.shared(A);
+    let client = h.client();
+    let other = h.client();
+    for id in ["1", "2", "3"] {
+        h.send(client, request(id, server_target(A), Payload::null()));
+    }
+    h.send(other, request("1", server_target(A), Payload::null()));
+    h.router.upstream_written(upstream, usize::MAX);
+    // Two answers of 900 bytes fit, the third does not: the client is closed, nothing of it
+    // stays queued in the router, and its answers after that are dropped.
+    h.router.upstream_message(upstream, success("req-1", Some(blob(900))));
+    h.router.upstream_message(upstream, success("req-2", Some(blob(900))));
+    assert!(h.router.client_queued_bytes(client) > 1800);
+    h.router.upstream_message(upstream, success("req-3", Some(blob(900))));
+    h.router.upstream_message(upstream, success("req-4", Some(blob(900))));
+    let out = h.unwritten();
+    assert!(out.iter().all(|t| !matches!(t, Transmit::ToClient { client: to, .. } if *to == client)), "{out:?}");
+    assert_eq!(out.len(), 1, "the other client's answer: {out:?}");
+    let events = h.events();
+    assert_eq!(closed_client(&events), vec![(client, CloseReason::TransmitQueueFull { limit: 2000 })]);
+    assert!(CloseReason::TransmitQueueFull { limit: 2000 }.peer_not_reading());
+    assert_eq!(h.router.client_queued_bytes(client), 0);
+    assert_eq!(h.router.total_queued_bytes(), out[0].queued_bytes());
+}
+
+#[test]
+fn rule11_an_upstream_past_its_queue_budget_is_closed_and_its_requests_fail() {
+    let (mut h, _) = timed(RouterOptions::default().max_upstream_queue_bytes(4000));
+    let upstream = h.shared(A);
+    let client = h.client();
+    let mut sent = 0;
+    for i in 0..10 {
+        h.router.client_message(client, request(&i.to_string(), server_target(A), blob(1000)));
+        sent += h.unwritten().iter().filter(|t| matches!(t, Transmit::ToUpstream { .. })).count();
+    }
+    // The fourth 1,000-byte call would take the queue past 4,000 bytes: the upstream is closed
+    // instead, failing the four it was given; the next six find no upstream.
+    assert_eq!(sent, 3);
+    let events = h.events();
+    assert_eq!(closed_upstream(&events), vec![(upstream, CloseReason::TransmitQueueFull { limit: 4000 }, 4)]);
+    assert_eq!(h.router.upstream_queued_bytes(upstream), 0);
+}
+
+#[test]
+fn rule11_past_the_total_budget_the_connection_with_the_longest_queue_is_closed() {
+    let (mut h, _) = timed(RouterOptions::default().max_total_queue_bytes(10_000));
+    let upstream = h.shared(A);
+    let (big, small) = (h.client(), h.client());
+    for id in 0..8 {
+        h.send(big, request(&format!("b{id}"), server_target(A), Payload::null()));
+    }
+    h.send(small, request("s", server_target(A), Payload::null()));
+    h.router.upstream_written(upstream, usize::MAX);
+    for n in 1..=6 {
+        h.router.upstream_message(upstream, success(&format!("req-{n}"), Some(blob(1500))));
+    }
+    h.router.upstream_message(upstream, success("req-9", Some(blob(1500))));
+    h.unwritten();
+    let events = h.events();
+    assert_eq!(closed_client(&events), vec![(big, CloseReason::TransmitQueueFull { limit: 10_000 })]);
+    assert!(h.router.is_client_ready(small));
+    assert!(h.router.total_queued_bytes() <= 10_000);
+    // What remains: the small client's answer, and the cancels of the big one's two calls.
+    let remaining = h.router.client_queued_bytes(small) + h.router.upstream_queued_bytes(upstream);
+    assert_eq!(h.router.total_queued_bytes(), remaining);
+    assert!(h.router.upstream_queued_bytes(upstream) > 0);
+}
+
+#[test]
+fn rule11_the_ids_and_targets_held_for_calls_in_flight_are_bounded_in_bytes() {
+    let (mut h, _) = timed(RouterOptions::default().max_held_bytes(10_000));
+    let upstream = h.shared(A);
+    let client = h.client();
+    let long = |n: u32| format!("{n}-{}", "i".repeat(2000));
+    h.send(client, request(&long(1), server_target(A), Payload::null()));
+    h.send(client, request(&long(2), server_target(A), Payload::null()));
+    assert!(h.router.client_held_bytes(client) > 8000);
+    let out = h.send(client, request(&long(3), server_target(A), Payload::null()));
+    assert_eq!(out, vec![to_client(client, failure(&long(3), RouterOptions::default().too_many_requests))]);
+    assert!(h.events().iter().any(|e| matches!(e, RouterEvent::Refused { reason: Refusal::TooManyHeldBytes, .. })));
+    h.receive(upstream, success("req-1", None));
+    assert!(h.router.client_held_bytes(client) < 5000, "settling frees what it held");
+    let out = h.send(client, request(&long(3), server_target(A), Payload::null()));
+    assert!(matches!(out[..], [Transmit::ToUpstream { .. }]));
+    h.router.disconnect_upstream(upstream);
+    assert_eq!(h.router.client_held_bytes(client), 0, "so does the upstream's departure");
+}
+
+#[test]
+fn rule3_one_client_holds_at_most_its_share_of_a_shared_upstream_and_never_starves_another() {
+    let options = RouterOptions::default().max_in_flight_per_shared_upstream(4).upstream_max_in_flight(6);
+    let mut h = Harness::with(Router::new(sid(A), options));
+    let upstream = h.shared(A);
+    let (greedy, victim, third) = (h.client(), h.client(), h.client());
+    let mut refused = Vec::new();
+    for i in 0..10 {
+        let out = h.send(greedy, request(&i.to_string(), server_target(A), Payload::null()));
+        if matches!(out[..], [Transmit::ToClient { .. }]) {
+            refused.push(i);
+        }
+    }
+    assert_eq!(refused, (4..10).collect::<Vec<_>>(), "4 of the greedy client's calls are forwarded");
+    let out = h.send(victim, request("v", server_target(A), Payload::null()));
+    assert_eq!(out, vec![to_upstream(upstream, request("req-5", server_target(A), Payload::null()))]);
+    h.send(third, request("t", server_target(A), Payload::null()));
+    // The upstream holds 6: a seventh is refused for everybody until one settles.
+    let out = h.send(victim, request("v2", server_target(A), Payload::null()));
+    assert_eq!(out, vec![to_client(victim, failure("v2", RouterOptions::default().too_many_requests))]);
+    let reasons: Vec<Refusal> = h
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            RouterEvent::Refused { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.last(), Some(&Refusal::UpstreamFull));
+    assert!(reasons[..6].iter().all(|r| *r == Refusal::TooManyOnSharedUpstream), "{reasons:?}");
+}
+
+#[test]
+fn a_peer_hang_up_a_transport_failure_and_a_local_close_are_three_close_reasons() {
+    let mut h = Harness::new();
+    let (a, b, c) = (h.client(), h.client(), h.client());
+    h.router.client_peer_closed(a);
+    h.router.client_transport_failed(b, &std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+    h.router.disconnect_client(c);
+    let reasons: Vec<CloseReason> = closed_client(&h.events()).into_iter().map(|(_, r)| r).collect();
+    assert_eq!(reasons[0], CloseReason::PeerClosed);
+    assert!(matches!(&reasons[1], CloseReason::Transport(e) if e.kind() == std::io::ErrorKind::ConnectionReset));
+    assert_eq!(reasons[2], CloseReason::Local);
+    let (u, v) = (h.shared(A), h.shared(B));
+    h.router.upstream_peer_closed(u);
+    h.router.upstream_transport_failed(v, &std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+    let reasons: Vec<CloseReason> = closed_upstream(&h.events()).into_iter().map(|(_, r, _)| r).collect();
+    assert_eq!(reasons[0], CloseReason::PeerClosed);
+    assert!(matches!(&reasons[1], CloseReason::Transport(e) if e.kind() == std::io::ErrorKind::BrokenPipe));
 }
 
 // ---- Payloads are moved, never copied or re-encoded.

@@ -1,5 +1,5 @@
 //! The `router` example over loopback TCP, between two `server` examples: the `client` example
-//! through it (shared upstreams, then two clients at once on dedicated upstreams), and a raw
+//! through it (shared upstreams, then two clients at once on dedicated upstreams, the default), and a raw
 //! client that reaches the second server and an unknown one through the same connection.
 //!
 //! The examples are built first (`cargo build --examples` with this test's features, a no-op
@@ -60,11 +60,11 @@ fn the_client_example_runs_through_the_router_to_two_servers() {
     let examples = built_examples();
     let (server_a, server_b, a, b) = servers(&examples);
 
-    // Shared upstreams: the example client, a raw client, a client offering version 7.
+    // Shared upstreams (`--shared`): the example client, a raw client, a client offering version 7.
     let router = Process::spawn(
         &examples,
         "router",
-        &["--listen", "127.0.0.1:0", "--upstream", &a, "--upstream", &b, "--connections", "3"],
+        &["--listen", "127.0.0.1:0", "--upstream", &a, "--upstream", &b, "--connections", "3", "--shared"],
     );
     let address = router.address();
     let client = Process::spawn(&examples, "client", &["--connect", &address]);
@@ -98,7 +98,8 @@ fn the_client_example_runs_through_the_router_to_two_servers() {
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0]["reason"], "UnknownServer");
 
-    // Dedicated upstreams: two example clients at once, each its own presentation.
+    // Dedicated upstreams (the default; the flag is still accepted): two example clients at
+    // once, each its own presentation.
     let router = Process::spawn(
         &examples,
         "router",

@@ -143,6 +143,47 @@ pub enum CloseReason {
         /// The configured limit, in bytes.
         limit: usize,
     },
+    /// A deadline passed (the handshake did not complete in time, a peer stopped reading, ...):
+    /// see [`Deadline`].
+    Timeout(Deadline),
+}
+
+impl CloseReason {
+    /// Whether the peer stopped reading: the bytes queued for it may be dropped at once instead
+    /// of written ([`CloseReason::TransmitQueueFull`], [`Deadline::Write`]). A driver closes such
+    /// a transport without flushing; after any other reason it writes what is queued first.
+    #[must_use]
+    pub fn peer_not_reading(&self) -> bool {
+        matches!(self, CloseReason::TransmitQueueFull { .. } | CloseReason::Timeout(Deadline::Write))
+    }
+}
+
+/// Which deadline closed a connection ([`CloseReason::Timeout`]). Each is a named option of
+/// the machine that enforces it (for the coordinator, [`RouterOptions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Deadline {
+    /// The handshake did not complete in time (on a client connection of a server or router,
+    /// no `hello`; on an upstream, no answer to the router's `hello`).
+    Handshake,
+    /// A frame whose header arrived was not completed in time.
+    Frame,
+    /// Nothing was sent or received, and nothing was pending, for the idle timeout.
+    Idle,
+    /// Bytes waited for the transport and none of them was written for the write timeout: the
+    /// peer does not read.
+    Write,
+}
+
+impl fmt::Display for Deadline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Deadline::Handshake => "the handshake did not complete in time",
+            Deadline::Frame => "a frame was not completed in time",
+            Deadline::Idle => "the connection was idle too long",
+            Deadline::Write => "the peer read nothing for the write timeout",
+        })
+    }
 }
 
 impl fmt::Display for CloseReason {
@@ -164,6 +205,7 @@ impl fmt::Display for CloseReason {
             CloseReason::TransmitQueueFull { limit } => {
                 write!(f, "more than {limit} bytes would be waiting for the transport")
             }
+            CloseReason::Timeout(deadline) => write!(f, "timeout: {deadline}"),
         }
     }
 }

@@ -36,7 +36,10 @@
 //! stale) and must pick distinct subscription ids. A **dedicated** upstream is a connection of
 //! its own per client and server: each client is its own presentation, its updates and routes
 //! need no inference, and its release is the server's own close rule. A router can mix both;
-//! a client's dedicated upstream for a `serverId` wins over the shared one.
+//! a client's dedicated upstream for a `serverId` wins over the shared one. `examples/router`
+//! opens dedicated upstreams by default, as real clients need (every pi-client names its first
+//! subscription `service-1`, and each attaches to a Session of its own); docs/PROTOCOL.md
+//! section 8 lists what a shared upstream can and cannot carry.
 //!
 //! # Rules
 //!
@@ -110,6 +113,29 @@
 //!    later requests for it are refused until another upstream announces it; its subscriptions,
 //!    route holder and any attachment held for a response are forgotten.
 //!
+//! 10. **Deadlines** ([`handle_timeout`](Router::handle_timeout) with the driver's clock,
+//!     [`poll_timeout`](Router::poll_timeout) for when to call it). A client that sent no `hello`
+//!     within [`RouterOptions::handshake_timeout`] is answered
+//!     [`RouterOptions::handshake_timeout_error`] and closed; an upstream that did not answer
+//!     within [`RouterOptions::upstream_handshake_timeout`] is closed; a peer with bytes queued
+//!     of which none was written for [`RouterOptions::write_timeout`] is closed
+//!     ([`Deadline::Write`]); with [`RouterOptions::idle_timeout`], a client with no frame in
+//!     either direction and nothing pending is closed. The driver reports a frame that did not
+//!     complete within [`RouterOptions::frame_timeout`]
+//!     ([`client_frame_timed_out`](Router::client_frame_timed_out)).
+//! 11. **Byte budgets.** Every message the router queues counts
+//!     ([`Transmit::queued_bytes`]) against its connection until the driver reports it written
+//!     ([`client_written`](Router::client_written), [`upstream_written`](Router::upstream_written)).
+//!     A connection whose queue would pass [`RouterOptions::max_client_queue_bytes`] or
+//!     [`RouterOptions::max_upstream_queue_bytes`] is closed instead, at once, and its queue
+//!     dropped ([`CloseReason::TransmitQueueFull`]; [`CloseReason::peer_not_reading`] tells the
+//!     driver to drop rather than write); past [`RouterOptions::max_total_queue_bytes`] for all
+//!     connections together, the connection with the longest queue is. The ids and targets held
+//!     for a client's requests in flight are bounded by [`RouterOptions::max_held_bytes`], its
+//!     requests on one shared upstream by [`RouterOptions::max_in_flight_per_shared_upstream`]
+//!     and an upstream's by [`RouterOptions::upstream_max_in_flight`] (refused
+//!     `too_many_requests`, rule 3).
+//!
 //! A message of a type the schema gains later has no routing rule here: the router drops it
 //! (the connection state machines hand such messages to their application instead; a router has
 //! no application to hand them to, and cannot know where they belong).
@@ -165,18 +191,24 @@ mod inspect;
 mod keys;
 mod options;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::time::Instant;
 
 use self::keys::{upstream_id, upstream_sequence, KeyMap};
-use super::{CloseReason, ConnectionError, Violation};
+use super::{CloseReason, ConnectionError, Deadline, TransportError, Violation};
 use crate::{
-    is_supported_protocol_version, Attachment, Cancel, ClientHello, ClientMessage, Request, RequestId, Response,
-    RpcTarget, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId,
+    is_supported_protocol_version, Attachment, Cancel, ClientHello, ClientMessage, ProtocolError, Request, RequestId,
+    Response, RpcTarget, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId,
 };
 
 pub use inspect::{CallEffect, CallInspector};
-pub use options::{Refusal, RouterOptions, DEFAULT_MAX_SUBSCRIPTIONS};
+pub use options::{
+    Refusal, RouterOptions, DEFAULT_FRAME_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME_BEFORE_HELLO,
+    DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_IN_FLIGHT_PER_SHARED_UPSTREAM, DEFAULT_MAX_QUEUE_BYTES,
+    DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_TOTAL_QUEUE_BYTES, DEFAULT_WRITE_TIMEOUT,
+};
 
 /// One client connection of a [`Router`], from [`Router::add_client`]. Keys are never reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -237,6 +269,35 @@ pub enum Transmit {
     },
 }
 
+impl Transmit {
+    /// The bytes the router counts this message for in its queue budgets
+    /// ([`RouterOptions::max_client_queue_bytes`] and friends) from the moment it produces it
+    /// until the driver reports it written ([`Router::client_written`],
+    /// [`Router::upstream_written`]): its payload and identifiers plus a fixed 64 for the
+    /// envelope. A driver sums this over the messages it wrote; it is cheap (no encoding).
+    #[must_use]
+    pub fn queued_bytes(&self) -> usize {
+        match self {
+            Transmit::ToClient { message, .. } => envelope::server_message_bytes(message),
+            Transmit::ToUpstream { message, .. } => envelope::client_message_bytes(message),
+        }
+    }
+}
+
+/// The bytes the router counts for `message` on its way to an upstream, as
+/// [`Transmit::queued_bytes`] does: a driver bounds its own inbound queues with the same count.
+#[must_use]
+pub fn client_message_bytes(message: &ClientMessage) -> usize {
+    envelope::client_message_bytes(message)
+}
+
+/// The bytes the router counts for `message` on its way to a client, as
+/// [`Transmit::queued_bytes`] does.
+#[must_use]
+pub fn server_message_bytes(message: &ServerMessage) -> usize {
+    envelope::server_message_bytes(message)
+}
+
 /// What a [`Router`] reports to its driver, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -252,7 +313,13 @@ pub enum RouterEvent {
         /// The client.
         client: ClientKey,
         /// Why: [`CloseReason::Local`] after [`Router::disconnect_client`],
-        /// [`CloseReason::UnsupportedVersion`] or [`CloseReason::Violation`] otherwise.
+        /// [`CloseReason::PeerClosed`] after [`Router::client_peer_closed`],
+        /// [`CloseReason::Transport`] after [`Router::client_transport_failed`],
+        /// [`CloseReason::UnsupportedVersion`], [`CloseReason::Violation`],
+        /// [`CloseReason::Timeout`] (a deadline of rule 10) or
+        /// [`CloseReason::TransmitQueueFull`] (a byte budget of rule 11). When
+        /// [`CloseReason::peer_not_reading`] holds, drop what is queued for it instead of
+        /// writing it.
         reason: CloseReason,
     },
     /// The upstream announced `server_id` and now serves it (rule 2).
@@ -270,7 +337,10 @@ pub enum RouterEvent {
         /// The upstream.
         upstream: UpstreamKey,
         /// Why: [`CloseReason::Local`] after [`Router::disconnect_upstream`] or when its client
-        /// left, [`CloseReason::Rejected`] for a `hello_error`, [`CloseReason::Violation`].
+        /// left, [`CloseReason::PeerClosed`] or [`CloseReason::Transport`] when its transport
+        /// ended, [`CloseReason::Rejected`] for a `hello_error`, [`CloseReason::Violation`],
+        /// [`CloseReason::Timeout`] or [`CloseReason::TransmitQueueFull`] (rules 10 and 11; drop
+        /// its queue when [`CloseReason::peer_not_reading`] holds).
         reason: CloseReason,
         /// How many pending requests were answered with [`RouterOptions::server_departed`].
         failed: usize,
@@ -315,6 +385,30 @@ struct Pending {
     upstream: UpstreamKey,
     /// The counter of its upstream id.
     sequence: u64,
+    /// What its id and target count in [`Client::held`].
+    held: usize,
+}
+
+/// The byte queue of one connection, as the router counts it (rule 11).
+#[derive(Debug, Default)]
+struct Queue {
+    /// Bytes produced for the connection and not yet reported written.
+    bytes: usize,
+    /// Since when bytes have waited with none written; `None` while the queue is empty.
+    stalled_since: Option<Instant>,
+    /// Whether a write timer of this connection is in the heap.
+    timer_armed: bool,
+}
+
+/// A deadline of one connection (rule 10). Timers are checked when they fire: a stale one
+/// does nothing, or re-arms itself at the deadline it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    ClientHandshake(ClientKey),
+    ClientIdle(ClientKey),
+    ClientWrite(ClientKey),
+    UpstreamHandshake(UpstreamKey),
+    UpstreamWrite(UpstreamKey),
 }
 
 #[derive(Debug)]
@@ -330,6 +424,12 @@ struct Client {
     dedicated: Vec<UpstreamKey>,
     /// The dedicated upstreams that announced a `serverId`.
     routes: KeyMap<ServerId, UpstreamKey>,
+    /// What is queued for it.
+    queue: Queue,
+    /// The last frame in either direction (idle timeout).
+    last_activity: Instant,
+    /// Bytes of ids and targets held for its pending requests.
+    held: usize,
 }
 
 /// What a forwarded request does to subscriptions, once answered.
@@ -369,6 +469,8 @@ struct Upstream {
     held_attachment: Option<Attachment>,
     /// The client holding the current route, and the route (shared upstreams).
     holder: Option<(ClientKey, SessionTarget)>,
+    /// What is queued for it.
+    queue: Queue,
 }
 
 /// The coordinator's routing rules as a sans-IO state machine: see the [module docs](self) for
@@ -390,6 +492,11 @@ pub struct Router {
     next_upstream: u64,
     transmits: VecDeque<Transmit>,
     events: VecDeque<RouterEvent>,
+    /// The router's clock: the latest `now` given to [`Router::handle_timeout`].
+    now: Instant,
+    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    /// Bytes queued for every connection together.
+    total_queued: usize,
 }
 
 impl fmt::Debug for Router {
@@ -402,12 +509,16 @@ impl fmt::Debug for Router {
             .field("upstreams", &self.upstreams.len())
             .field("transmits", &self.transmits.len())
             .field("events", &self.events.len())
+            .field("timers", &self.timers.len())
+            .field("total_queued", &self.total_queued)
             .finish()
     }
 }
 
 impl Router {
-    /// A router with no client and no upstream, whose handshake names `home` (rule 1).
+    /// A router with no client and no upstream, whose handshake names `home` (rule 1). Its
+    /// clock starts at the instant it is created and moves only with
+    /// [`handle_timeout`](Self::handle_timeout).
     ///
     /// Without an inspector ([`with_inspector`](Self::with_inspector)), updates from shared
     /// upstreams are not routed (rule 5).
@@ -423,6 +534,9 @@ impl Router {
             next_upstream: 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
+            now: Instant::now(),
+            timers: BinaryHeap::new(),
+            total_queued: 0,
         }
     }
 
@@ -446,7 +560,8 @@ impl Router {
 
     // ---- Clients.
 
-    /// Registers a new client connection, waiting for its `hello`.
+    /// Registers a new client connection, waiting for its `hello` until
+    /// [`RouterOptions::handshake_timeout`] after the router's clock (rule 10).
     pub fn add_client(&mut self) -> ClientKey {
         let key = ClientKey(self.next_client);
         self.next_client += 1;
@@ -457,15 +572,26 @@ impl Router {
             subscriptions: HashSet::new(),
             dedicated: Vec::new(),
             routes: KeyMap::default(),
+            queue: Queue::default(),
+            last_activity: self.now,
+            held: 0,
         };
         self.clients.insert(key, client);
+        self.arm(self.now + self.options.handshake_timeout, Timer::ClientHandshake(key));
         key
     }
 
     /// Handles one message the client sent: its handshake (rule 1), a request (rules 3-5) or a
-    /// cancel (rule 3). Messages of a closed or unknown client are ignored.
+    /// cancel (rule 3). Messages of a closed or unknown client are ignored: the driver should
+    /// have stopped reading it at [`RouterEvent::ClientClosed`].
     pub fn client_message(&mut self, client: ClientKey, message: ClientMessage) {
-        let Some(stage) = self.clients.get(&client).map(|c| c.stage) else { return };
+        let now = self.now;
+        let Some(stage) = self.clients.get_mut(&client).map(|c| {
+            c.last_activity = now;
+            c.stage
+        }) else {
+            return;
+        };
         match (stage, message) {
             (ClientStage::Departed, _) => {}
             (ClientStage::AwaitingHello, ClientMessage::Hello(hello)) => self.client_hello(client, &hello),
@@ -478,10 +604,55 @@ impl Router {
         }
     }
 
-    /// The client's transport ended, or the driver drops it: the departure rules apply (rule 7).
-    /// Reports [`RouterEvent::ClientClosed`] with [`CloseReason::Local`] unless already closed.
+    /// The driver drops the client: the departure rules apply (rule 7). Reports
+    /// [`RouterEvent::ClientClosed`] with [`CloseReason::Local`] unless already closed.
     pub fn disconnect_client(&mut self, client: ClientKey) {
         self.close_client(client, CloseReason::Local);
+    }
+
+    /// The client ended its stream between two frames (end of file): as
+    /// [`disconnect_client`](Self::disconnect_client), reported as [`CloseReason::PeerClosed`].
+    pub fn client_peer_closed(&mut self, client: ClientKey) {
+        self.close_client(client, CloseReason::PeerClosed);
+    }
+
+    /// The client's transport failed with `error`: as
+    /// [`disconnect_client`](Self::disconnect_client), reported as [`CloseReason::Transport`].
+    pub fn client_transport_failed(&mut self, client: ClientKey, error: &std::io::Error) {
+        self.close_client(client, CloseReason::Transport(TransportError::new(error)));
+    }
+
+    /// The client's bytes failed to decode (a bad frame, a frame past the limit, a stream that
+    /// ended inside a frame): as [`disconnect_client`](Self::disconnect_client), reported as
+    /// [`Violation::Decode`].
+    pub fn client_decode_failed(&mut self, client: ClientKey, error: ProtocolError) {
+        self.close_client(client, CloseReason::Violation(Violation::Decode(error)));
+    }
+
+    /// A frame of the client did not complete within [`RouterOptions::frame_timeout`] (the
+    /// driver watches its bytes): closes it with [`Deadline::Frame`].
+    pub fn client_frame_timed_out(&mut self, client: ClientKey) {
+        self.close_client(client, CloseReason::Timeout(Deadline::Frame));
+    }
+
+    /// The driver wrote `bytes` of what was queued for the client (the sum of
+    /// [`Transmit::queued_bytes`] of the messages written): they leave its queue budget, and
+    /// its write deadline starts over (rule 11). Ignored for a closed or unknown client.
+    pub fn client_written(&mut self, client: ClientKey, bytes: usize) {
+        let now = self.now;
+        if let Some(c) = self.clients.get_mut(&client) {
+            self.total_queued -= written(&mut c.queue, bytes, now);
+        }
+    }
+
+    /// The bytes queued for the client now, as the router counts them (rule 11).
+    pub fn client_queued_bytes(&self, client: ClientKey) -> usize {
+        self.clients.get(&client).map_or(0, |c| c.queue.bytes)
+    }
+
+    /// The bytes of ids and targets the router holds for the client's pending requests.
+    pub fn client_held_bytes(&self, client: ClientKey) -> usize {
+        self.clients.get(&client).map_or(0, |c| c.held)
     }
 
     /// Whether the client completed its handshake and is not closed.
@@ -537,11 +708,86 @@ impl Router {
         }
     }
 
-    /// The upstream's transport ended, or the driver drops it: its pending requests are
-    /// answered with [`RouterOptions::server_departed`] (rule 9). Reports
-    /// [`RouterEvent::UpstreamClosed`] with [`CloseReason::Local`] unless already closed.
+    /// The driver drops the upstream: its pending requests are answered with
+    /// [`RouterOptions::server_departed`] (rule 9). Reports [`RouterEvent::UpstreamClosed`]
+    /// with [`CloseReason::Local`] unless already closed.
     pub fn disconnect_upstream(&mut self, upstream: UpstreamKey) {
         self.close_upstream(upstream, CloseReason::Local);
+    }
+
+    /// The upstream ended its stream between two frames: as
+    /// [`disconnect_upstream`](Self::disconnect_upstream), reported as [`CloseReason::PeerClosed`].
+    pub fn upstream_peer_closed(&mut self, upstream: UpstreamKey) {
+        self.close_upstream(upstream, CloseReason::PeerClosed);
+    }
+
+    /// The upstream's transport failed (or never connected) with `error`: as
+    /// [`disconnect_upstream`](Self::disconnect_upstream), reported as [`CloseReason::Transport`].
+    pub fn upstream_transport_failed(&mut self, upstream: UpstreamKey, error: &std::io::Error) {
+        self.close_upstream(upstream, CloseReason::Transport(TransportError::new(error)));
+    }
+
+    /// The upstream's bytes failed to decode: as
+    /// [`disconnect_upstream`](Self::disconnect_upstream), reported as [`Violation::Decode`].
+    pub fn upstream_decode_failed(&mut self, upstream: UpstreamKey, error: ProtocolError) {
+        self.close_upstream(upstream, CloseReason::Violation(Violation::Decode(error)));
+    }
+
+    /// A frame of the upstream did not complete within [`RouterOptions::frame_timeout`]:
+    /// closes it with [`Deadline::Frame`].
+    pub fn upstream_frame_timed_out(&mut self, upstream: UpstreamKey) {
+        self.close_upstream(upstream, CloseReason::Timeout(Deadline::Frame));
+    }
+
+    /// The driver wrote `bytes` of what was queued for the upstream: as
+    /// [`client_written`](Self::client_written).
+    pub fn upstream_written(&mut self, upstream: UpstreamKey, bytes: usize) {
+        let now = self.now;
+        if let Some(u) = self.upstreams.get_mut(&upstream) {
+            self.total_queued -= written(&mut u.queue, bytes, now);
+        }
+    }
+
+    /// The bytes queued for the upstream now, as the router counts them (rule 11).
+    pub fn upstream_queued_bytes(&self, upstream: UpstreamKey) -> usize {
+        self.upstreams.get(&upstream).map_or(0, |u| u.queue.bytes)
+    }
+
+    /// The bytes queued for every connection together (rule 11).
+    pub fn total_queued_bytes(&self) -> usize {
+        self.total_queued
+    }
+
+    // ---- Time.
+
+    /// Advances the router's clock to `now` (never backwards) and acts on every deadline that
+    /// passed (rule 10): a client without `hello` is answered
+    /// [`RouterOptions::handshake_timeout_error`] and closed, an upstream without `hello` is
+    /// closed, a peer that read nothing for [`RouterOptions::write_timeout`] is closed with its
+    /// queue dropped, an idle client is closed.
+    ///
+    /// The driver calls it when [`poll_timeout`](Self::poll_timeout)'s instant comes, and also
+    /// before it feeds input after a pause, so that deadlines armed by that input count from
+    /// the right instant (a call per batch of input is enough; it costs a comparison when no
+    /// deadline passed).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+        while let Some(Reverse((at, timer))) = self.timers.peek().copied() {
+            if at > self.now {
+                break;
+            }
+            self.timers.pop();
+            self.fire(timer);
+        }
+    }
+
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has something to
+    /// check, or `None` when no deadline is armed. It may come early (a deadline that moved
+    /// since); calling `handle_timeout` then does nothing harmful.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _))| *at)
     }
 
     /// The `serverId` the upstream announced (`None` before its `hello`, or once closed).
@@ -578,10 +824,15 @@ impl Router {
         let version = envelope::hello_version(hello);
         if is_supported_protocol_version(version) {
             self.send_to_client(client, envelope::server_hello(self.home.clone()));
-            if let Some(c) = self.clients.get_mut(&client) {
-                c.stage = ClientStage::Open;
+            let Some(c) = self.clients.get_mut(&client) else { return };
+            if c.stage == ClientStage::Departed {
+                return;
             }
+            c.stage = ClientStage::Open;
             self.events.push_back(RouterEvent::ClientReady { client });
+            if let Some(idle) = self.options.idle_timeout {
+                self.arm(self.now + idle, Timer::ClientIdle(client));
+            }
         } else {
             self.send_to_client(client, envelope::hello_error(self.options.unsupported_version.clone()));
             self.close_client(client, CloseReason::UnsupportedVersion(version));
@@ -605,14 +856,27 @@ impl Router {
             .get(envelope::target_server(target))
             .or_else(|| self.shared.get(envelope::target_server(target)))
             .copied();
+        let held = envelope::held_bytes(id, target);
         let refusal = if c.pending.contains_key(id) {
             Some(Refusal::DuplicateId)
         } else if c.pending.len() >= self.options.max_in_flight {
             Some(Refusal::TooManyRequests)
-        } else if upstream.is_none() {
-            Some(Refusal::UnknownServer)
+        } else if c.held + held > self.options.max_held_bytes {
+            Some(Refusal::TooManyHeldBytes)
         } else {
-            None
+            match upstream.and_then(|key| self.upstreams.get(&key).map(|u| (key, u))) {
+                None => Some(Refusal::UnknownServer),
+                Some((_, u)) if u.flights.len() >= self.options.upstream_max_in_flight => Some(Refusal::UpstreamFull),
+                Some((key, u))
+                    if u.owner.is_none()
+                        && c.pending_per_upstream
+                            .get(&key)
+                            .is_some_and(|n| *n >= self.options.max_in_flight_per_shared_upstream) =>
+                {
+                    Some(Refusal::TooManyOnSharedUpstream)
+                }
+                Some(_) => None,
+            }
         };
         if let Some(reason) = refusal {
             let id = id.clone();
@@ -635,10 +899,11 @@ impl Router {
             u.flights.insert(sequence, flight);
         }
         if let Some(c) = self.clients.get_mut(&client) {
-            c.pending.insert(client_id, Pending { upstream, sequence });
+            c.pending.insert(client_id, Pending { upstream, sequence, held });
+            c.held += held;
             *c.pending_per_upstream.entry(upstream).or_insert(0) += 1;
         }
-        self.transmits.push_back(Transmit::ToUpstream { upstream, message });
+        self.send_to_upstream(upstream, message);
     }
 
     /// The next request id of `upstream` (rule 4), and its counter.
@@ -705,7 +970,7 @@ impl Router {
         }
         flight.cancel_sent = true;
         let message = envelope::cancel(upstream_id(&self.options.request_id_prefix, sequence), target);
-        self.transmits.push_back(Transmit::ToUpstream { upstream, message });
+        self.send_to_upstream(upstream, message);
     }
 
     /// Rule 7: closes `client` and applies the departure rules.
@@ -717,6 +982,12 @@ impl Router {
         c.stage = ClientStage::Departed;
         let dedicated = std::mem::take(&mut c.dedicated);
         let subscriptions = std::mem::take(&mut c.subscriptions);
+        // What is queued leaves the budgets now: dropped by the driver at once when the client
+        // does not read, written within the write timeout otherwise (rule 11).
+        self.total_queued -= std::mem::take(&mut c.queue).bytes;
+        if reason.peer_not_reading() {
+            self.transmits.retain(|t| !matches!(t, Transmit::ToClient { client: to, .. } if *to == client));
+        }
         self.events.push_back(RouterEvent::ClientClosed { client, reason });
         for upstream in dedicated {
             self.close_upstream(upstream, CloseReason::Local);
@@ -741,7 +1012,7 @@ impl Router {
                 flight.cancel_sent = true;
                 let id = upstream_id(&self.options.request_id_prefix, sequence);
                 let message = envelope::cancel(id, flight.target.clone());
-                self.transmits.push_back(Transmit::ToUpstream { upstream, message });
+                self.send_to_upstream(upstream, message);
             }
         }
         let mut held: Vec<UpstreamKey> = self
@@ -777,7 +1048,7 @@ impl Router {
             u.flights.insert(sequence, flight);
         }
         let message = envelope::request(upstream_id, target, call);
-        self.transmits.push_back(Transmit::ToUpstream { upstream, message });
+        self.send_to_upstream(upstream, message);
     }
 
     /// Reports the route `client` (departed) holds on `upstream` once nothing of it is pending
@@ -805,8 +1076,122 @@ impl Router {
         }
     }
 
+    /// Queues `message` for `client` within its byte budgets (rule 11): past
+    /// [`RouterOptions::max_client_queue_bytes`] the client is closed instead, and past
+    /// [`RouterOptions::max_total_queue_bytes`] the longest queue's connection is.
     fn send_to_client(&mut self, client: ClientKey, message: ServerMessage) {
+        let bytes = envelope::server_message_bytes(&message);
+        let (now, limit) = (self.now, self.options.max_client_queue_bytes);
+        let Some(c) = self.clients.get_mut(&client) else { return };
+        if c.stage == ClientStage::Departed {
+            return;
+        }
+        c.last_activity = now;
+        if c.queue.bytes + bytes > limit {
+            return self.close_client(client, CloseReason::TransmitQueueFull { limit });
+        }
+        let arm = queued(&mut c.queue, bytes, now);
+        self.total_queued += bytes;
+        if arm {
+            self.arm(now + self.options.write_timeout, Timer::ClientWrite(client));
+        }
         self.transmits.push_back(Transmit::ToClient { client, message });
+        self.keep_total_budget();
+    }
+
+    /// Queues `message` for `upstream` within its byte budgets, as
+    /// [`send_to_client`](Self::send_to_client).
+    fn send_to_upstream(&mut self, upstream: UpstreamKey, message: ClientMessage) {
+        let bytes = envelope::client_message_bytes(&message);
+        let (now, limit) = (self.now, self.options.max_upstream_queue_bytes);
+        let Some(u) = self.upstreams.get_mut(&upstream) else { return };
+        if u.queue.bytes + bytes > limit {
+            return self.close_upstream(upstream, CloseReason::TransmitQueueFull { limit });
+        }
+        let arm = queued(&mut u.queue, bytes, now);
+        self.total_queued += bytes;
+        if arm {
+            self.arm(now + self.options.write_timeout, Timer::UpstreamWrite(upstream));
+        }
+        self.transmits.push_back(Transmit::ToUpstream { upstream, message });
+        self.keep_total_budget();
+    }
+
+    /// Past [`RouterOptions::max_total_queue_bytes`], closes the connection with the longest
+    /// queue, dropping that queue (rule 11).
+    fn keep_total_budget(&mut self) {
+        let limit = self.options.max_total_queue_bytes;
+        while self.total_queued > limit {
+            let client = self
+                .clients
+                .iter()
+                .filter(|(_, c)| c.stage != ClientStage::Departed)
+                .max_by_key(|(_, c)| c.queue.bytes)
+                .map(|(key, c)| (*key, c.queue.bytes));
+            let upstream =
+                self.upstreams.iter().max_by_key(|(_, u)| u.queue.bytes).map(|(key, u)| (*key, u.queue.bytes));
+            let reason = CloseReason::TransmitQueueFull { limit };
+            match (client, upstream) {
+                (Some((_, c)), Some((upstream, u))) if u > c => self.close_upstream(upstream, reason),
+                (Some((client, bytes)), _) if bytes > 0 => self.close_client(client, reason),
+                (_, Some((upstream, bytes))) if bytes > 0 => self.close_upstream(upstream, reason),
+                _ => break,
+            }
+        }
+    }
+
+    fn arm(&mut self, at: Instant, timer: Timer) {
+        self.timers.push(Reverse((at, timer)));
+    }
+
+    /// Rule 10 for one timer that came due.
+    fn fire(&mut self, timer: Timer) {
+        let now = self.now;
+        let write_timeout = self.options.write_timeout;
+        match timer {
+            Timer::ClientHandshake(client) => {
+                if self.clients.get(&client).is_some_and(|c| c.stage == ClientStage::AwaitingHello) {
+                    let error = self.options.handshake_timeout_error.clone();
+                    self.send_to_client(client, envelope::hello_error(error));
+                    self.close_client(client, CloseReason::Timeout(Deadline::Handshake));
+                }
+            }
+            Timer::ClientIdle(client) => {
+                let Some(idle) = self.options.idle_timeout else { return };
+                let Some(c) = self.clients.get(&client).filter(|c| c.stage == ClientStage::Open) else { return };
+                let due = c.last_activity + idle;
+                if !c.pending.is_empty() {
+                    // Idle time counts from the last frame once nothing is pending: check again
+                    // a whole timeout later at the earliest.
+                    self.arm(now.max(due) + idle, Timer::ClientIdle(client));
+                } else if due <= now {
+                    self.close_client(client, CloseReason::Timeout(Deadline::Idle));
+                } else {
+                    self.arm(due, Timer::ClientIdle(client));
+                }
+            }
+            Timer::ClientWrite(client) => {
+                let Some(c) = self.clients.get_mut(&client) else { return };
+                match write_due(&mut c.queue, write_timeout, now) {
+                    Some(due) if due <= now => self.close_client(client, CloseReason::Timeout(Deadline::Write)),
+                    Some(due) => self.arm(due, timer),
+                    None => {}
+                }
+            }
+            Timer::UpstreamHandshake(upstream) => {
+                if self.upstreams.get(&upstream).is_some_and(|u| u.server_id.is_none()) {
+                    self.close_upstream(upstream, CloseReason::Timeout(Deadline::Handshake));
+                }
+            }
+            Timer::UpstreamWrite(upstream) => {
+                let Some(u) = self.upstreams.get_mut(&upstream) else { return };
+                match write_due(&mut u.queue, write_timeout, now) {
+                    Some(due) if due <= now => self.close_upstream(upstream, CloseReason::Timeout(Deadline::Write)),
+                    Some(due) => self.arm(due, timer),
+                    None => {}
+                }
+            }
+        }
     }
 
     fn client_is_open(&self, client: ClientKey) -> bool {
@@ -826,9 +1211,11 @@ impl Router {
             subscriptions: HashMap::new(),
             held_attachment: None,
             holder: None,
+            queue: Queue::default(),
         };
         self.upstreams.insert(key, upstream);
-        self.transmits.push_back(Transmit::ToUpstream { upstream: key, message: envelope::client_hello() });
+        self.arm(self.now + self.options.upstream_handshake_timeout, Timer::UpstreamHandshake(key));
+        self.send_to_upstream(key, envelope::client_hello());
         key
     }
 
@@ -879,7 +1266,9 @@ impl Router {
         }
         let client = flight.client;
         if let (Some(c), Some(client_id)) = (self.clients.get_mut(&client), &flight.client_id) {
-            c.pending.remove(client_id);
+            if let Some(pending) = c.pending.remove(client_id) {
+                c.held -= pending.held;
+            }
             if let Some(count) = c.pending_per_upstream.get_mut(&upstream) {
                 *count -= 1;
                 if *count == 0 {
@@ -951,6 +1340,10 @@ impl Router {
     /// Rule 9: closes `upstream` and fails what it held.
     fn close_upstream(&mut self, upstream: UpstreamKey, reason: CloseReason) {
         let Some(u) = self.upstreams.remove(&upstream) else { return };
+        self.total_queued -= u.queue.bytes;
+        if reason.peer_not_reading() {
+            self.transmits.retain(|t| !matches!(t, Transmit::ToUpstream { upstream: to, .. } if *to == upstream));
+        }
         match (u.owner, &u.server_id) {
             (None, Some(server_id)) => {
                 if self.shared.get(server_id) == Some(&upstream) {
@@ -980,7 +1373,9 @@ impl Router {
         let mut departed = Vec::new();
         for flight in flights {
             let (Some(c), Some(client_id)) = (self.clients.get_mut(&flight.client), flight.client_id) else { continue };
-            c.pending.remove(&client_id);
+            if let Some(pending) = c.pending.remove(&client_id) {
+                c.held -= pending.held;
+            }
             c.pending_per_upstream.remove(&upstream);
             if c.stage == ClientStage::Open {
                 failed += 1;
@@ -995,6 +1390,32 @@ impl Router {
             self.forget_if_settled(client);
         }
     }
+}
+
+/// Adds `bytes` to `queue` at `now`; whether a write timer must be armed for it.
+fn queued(queue: &mut Queue, bytes: usize, now: Instant) -> bool {
+    queue.bytes += bytes;
+    if queue.stalled_since.is_none() {
+        queue.stalled_since = Some(now);
+    }
+    !std::mem::replace(&mut queue.timer_armed, true)
+}
+
+/// Takes `bytes` written out of `queue` at `now` (progress restarts the write deadline); how
+/// many it took.
+fn written(queue: &mut Queue, bytes: usize, now: Instant) -> usize {
+    let taken = bytes.min(queue.bytes);
+    queue.bytes -= taken;
+    queue.stalled_since = (queue.bytes > 0).then_some(now);
+    taken
+}
+
+/// A write timer of `queue` came due: the instant its deadline is now (`None`: nothing waits,
+/// the timer is dropped). The caller re-arms it when that instant is still to come.
+fn write_due(queue: &mut Queue, timeout: std::time::Duration, now: Instant) -> Option<Instant> {
+    let due = queue.stalled_since.map(|since| since + timeout);
+    queue.timer_armed = due.is_some_and(|due| due > now);
+    due
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ wait "$node_pid" || { echo "interop: the TypeScript server failed"; cat "$logs/n
 
 # 3. TypeScript client -> Rust router -> two Rust servers (version 7, then a session that also
 # reaches the second server and one nobody serves). Server A's two connections: the router asking
-# for its serverId, then the router's shared upstream; server B's one: the upstream.
+# for its serverId, then the router's shared upstream (`--shared`); server B's one: the upstream.
 "$bin/server" --listen 127.0.0.1:0 --connections 2 >"$logs/router-server-a.log" 2>"$logs/router-server-a.err" &
 server_a_pid=$!
 pids+=("$server_a_pid")
@@ -83,7 +83,7 @@ server_b_pid=$!
 pids+=("$server_b_pid")
 addr_a="$(address_of "$logs/router-server-a.log")"
 addr_b="$(address_of "$logs/router-server-b.log")"
-"$bin/router" --listen 127.0.0.1:0 --upstream "$addr_a" --upstream "$addr_b" --connections 2 \
+"$bin/router" --listen 127.0.0.1:0 --upstream "$addr_a" --upstream "$addr_b" --connections 2 --shared \
   >"$logs/router.log" 2>"$logs/router.err" &
 router_pid=$!
 pids+=("$router_pid")

@@ -125,3 +125,61 @@ pub(super) fn hello_error_body(rejection: ServerHelloError) -> ErrorBody {
 pub(super) fn hello_version(hello: &ClientHello) -> i64 {
     hello.version.get()
 }
+
+/// What the router counts for each message it queues, on top of its payloads and identifiers:
+/// the envelope's keys, type tag and CBOR heads.
+pub(super) const ENVELOPE_BYTES: usize = 64;
+
+fn target_bytes(target: &RpcTarget) -> usize {
+    match target {
+        RpcTarget::Server(server) => server.server_id.as_str().len(),
+        RpcTarget::Session(session) => {
+            session.server_id.as_str().len() + session.session_id.as_str().len() + session.attachment_id.as_str().len()
+        }
+    }
+}
+
+fn error_bytes(error: &ErrorBody) -> usize {
+    error.code.as_str().len() + error.message.len()
+}
+
+/// The bytes a request id and target cost the router while their request is in flight: the id
+/// twice (the client's record and the upstream's) and the target once.
+pub(super) fn held_bytes(id: &RequestId, target: &RpcTarget) -> usize {
+    2 * id.as_str().len() + target_bytes(target) + ENVELOPE_BYTES
+}
+
+/// The bytes a message to an upstream counts for while queued: its payload and identifiers,
+/// plus [`ENVELOPE_BYTES`].
+pub(super) fn client_message_bytes(message: &ClientMessage) -> usize {
+    ENVELOPE_BYTES
+        + match message {
+            ClientMessage::Request(request) => {
+                request.id.as_str().len() + target_bytes(&request.target) + request.call.as_cbor().len()
+            }
+            ClientMessage::Cancel(cancel) => cancel.id.as_str().len() + target_bytes(&cancel.target),
+            _ => 0,
+        }
+}
+
+/// The bytes a message to a client counts for while queued: its payload and identifiers, plus
+/// [`ENVELOPE_BYTES`].
+pub(super) fn server_message_bytes(message: &ServerMessage) -> usize {
+    ENVELOPE_BYTES
+        + match message {
+            ServerMessage::Response(Response::Success(success)) => {
+                success.id.as_str().len() + success.result.as_ref().map_or(0, |result| result.as_cbor().len())
+            }
+            ServerMessage::Response(Response::Failure(failure)) => {
+                failure.id.as_str().len() + error_bytes(&failure.error)
+            }
+            ServerMessage::ServiceUpdate(update) => {
+                update.subscription_id.as_str().len() + update.update.as_cbor().len()
+            }
+            ServerMessage::Attachment(attachment) => attachment.attachment.as_ref().map_or(0, |route| {
+                route.server_id.as_str().len() + route.session_id.as_str().len() + route.attachment_id.as_str().len()
+            }),
+            ServerMessage::HelloError(rejection) => error_bytes(&rejection.error),
+            ServerMessage::Hello(hello) => hello.server_id.as_str().len(),
+        }
+}
