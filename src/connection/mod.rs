@@ -78,6 +78,7 @@ mod inbox;
 pub(crate) mod options;
 pub mod router;
 mod server;
+mod service_call;
 
 use std::fmt;
 
@@ -90,7 +91,10 @@ pub use router::{
     CallEffect, CallInspector, ClientKey, Refusal, Router, RouterEvent, RouterOptions, Transmit, UpstreamKey,
     DEFAULT_MAX_SUBSCRIPTIONS,
 };
-pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
+pub use server::{
+    FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_HELLO_FRAME_LENGTH,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_ID_BYTES,
+};
 
 /// The default of [`ClientOptions::max_pending_transmit`] and
 /// [`ServerOptions::max_pending_transmit`]: 64 MiB, four frames of the default frame limit.
@@ -128,6 +132,43 @@ pub enum CloseReason {
         /// The configured limit, in bytes.
         limit: usize,
     },
+    /// Server side: a deadline passed ([`ServerConnection::handle_timeout`] for the handshake,
+    /// [`ServerConnection::timed_out`] for the transport's deadlines a driver keeps).
+    TimedOut(Deadline),
+    /// Server side: the connection held more bytes than its byte budget allows (`limit`, in
+    /// bytes: a per-connection or process-wide budget a driver enforces,
+    /// [`ServerConnection::exceeded_budget`]); what was queued for it was dropped.
+    BudgetExceeded {
+        /// The budget, in bytes.
+        limit: usize,
+    },
+}
+
+/// Which deadline ended a connection ([`CloseReason::TimedOut`]; docs/PROTOCOL.md section 8,
+/// "Deadlines and budgets").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Deadline {
+    /// No `hello` arrived within [`ServerOptions::handshake_timeout`] (a `hello_error` was
+    /// queued).
+    Handshake,
+    /// The rest of a frame whose first bytes arrived did not arrive in time.
+    FrameRest,
+    /// Nothing was received or sent for the idle timeout.
+    Idle,
+    /// Bytes waited to be written and the peer read none of them in time.
+    Write,
+}
+
+impl fmt::Display for Deadline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Deadline::Handshake => "no hello within the handshake deadline",
+            Deadline::FrameRest => "the rest of a frame did not arrive in time",
+            Deadline::Idle => "the connection was idle too long",
+            Deadline::Write => "the peer did not read in time",
+        })
+    }
 }
 
 impl fmt::Display for CloseReason {
@@ -143,6 +184,8 @@ impl fmt::Display for CloseReason {
             CloseReason::TransmitQueueFull { limit } => {
                 write!(f, "more than {limit} bytes would be waiting for the transport")
             }
+            CloseReason::TimedOut(deadline) => write!(f, "timed out: {deadline}"),
+            CloseReason::BudgetExceeded { limit } => write!(f, "held more than its byte budget of {limit} bytes"),
         }
     }
 }
@@ -392,6 +435,17 @@ impl Outbox {
     /// How many bytes are queued and not written yet.
     pub(crate) fn len(&self) -> usize {
         self.bytes.len() - self.written
+    }
+
+    /// The bytes of memory the queue holds (its buffer's capacity).
+    pub(crate) fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
+    /// Drops every queued byte and the buffer.
+    pub(crate) fn clear(&mut self) {
+        self.bytes = Vec::new();
+        self.written = 0;
     }
 }
 
