@@ -31,7 +31,8 @@ pub mod unix;
 
 #[cfg(feature = "tokio")]
 pub use self::tokio::{
-    ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec, ServerDriver,
+    ByteBudget, ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec, ServerDriver,
+    DEFAULT_FRAME_TIMEOUT, DEFAULT_WRITE_TIMEOUT,
 };
 pub use blocking::{
     write_client_message, write_client_message_with, write_message, write_message_with, write_server_message,
