@@ -16,6 +16,8 @@
 //! - Async (feature `tokio`): `ServerCodec` (decodes [`ClientMessage`](crate::ClientMessage)s,
 //!   encodes [`ServerMessage`](crate::ServerMessage)s) and its mirror `ClientCodec`, for
 //!   `tokio_util::codec::Framed`.
+//! - Accepting (feature `tokio`): `Acceptor`, an accept loop for TCP and Unix listeners with a
+//!   connection limit and backoff on accept errors such as `EMFILE`.
 //!
 //! Each is an alias or a thin wrapper of a generic item that serves any message types, such as
 //! the ones a crate generates from its own schema with `pi_protocol_gen::Builder`:
@@ -23,6 +25,8 @@
 //! `MessageCodec<In, Out>` (feature `tokio`). `examples/extension` in the repository extends the
 //! protocol that way.
 
+#[cfg(feature = "tokio")]
+mod accept;
 mod blocking;
 #[cfg(feature = "tokio")]
 mod tokio;
@@ -33,6 +37,11 @@ pub mod unix;
 pub use self::tokio::{
     ByteBudget, ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec, ServerDriver,
     DEFAULT_FRAME_TIMEOUT, DEFAULT_WRITE_TIMEOUT,
+};
+#[cfg(feature = "tokio")]
+pub use accept::{
+    Accept, AcceptErrorClass, AcceptOptions, AcceptReport, Accepted, Acceptor, ConnectionPermit,
+    DEFAULT_ACCEPT_BACKOFF_MAX, DEFAULT_ACCEPT_BACKOFF_MIN, DEFAULT_MAX_CONNECTIONS,
 };
 pub use blocking::{
     write_client_message, write_client_message_with, write_message, write_message_with, write_server_message,
