@@ -575,6 +575,11 @@ struct ConnectionState<S> {
     session_ids: std::collections::HashSet<RequestId>,
     pending_op: Option<PendingSessionOp>,
     draining: bool,
+    /// Admitted calls not started yet because the transmit queue is past
+    /// [`DriverOptions::pause_reading_at`]: they start as it drains, and nothing more is read
+    /// meanwhile, so a peer that does not read costs at most that much plus one answer.
+    backlog: std::collections::VecDeque<Request>,
+    pause_at: usize,
 }
 
 async fn serve_connection<S: Service, IO>(shared: Arc<Shared<S>>, io: IO, number: u64, stop: CancellationToken)
@@ -594,17 +599,28 @@ where
         session_ids: std::collections::HashSet::new(),
         pending_op: None,
         draining: false,
+        backlog: std::collections::VecDeque::new(),
+        pause_at: shared.driver.pause_reading_at.max(1),
     };
     let drain = tokio::time::sleep(Duration::MAX.min(Duration::from_secs(1 << 40)));
     tokio::pin!(drain);
     let mut drain_armed = false;
     loop {
+        let backed_up = !state.backlog.is_empty();
         tokio::select! {
             biased;
-            event = driver.next_event() => {
-                let Some(event) = event else { break };
-                state.event(driver.connection_mut(), event, &mut incoming);
-            }
+            step = async {
+                // With calls waiting to start, only write (no reading) until the queue drains.
+                if backed_up { Err(driver.flush().await) } else { Ok(driver.next_event().await) }
+            } => match step {
+                Ok(None) => break,
+                Ok(Some(event)) => state.event(driver.connection_mut(), event, &mut incoming),
+                Err(flushed) => {
+                    if flushed.is_err() || !driver.connection().is_ready() {
+                        state.drop_backlog(driver.connection_mut());
+                    }
+                }
+            },
             Some(outgoing) = incoming.recv() => state.outgoing(driver.connection_mut(), outgoing),
             _ = stop.cancelled(), if !state.draining => {
                 state.draining = true;
@@ -620,6 +636,7 @@ where
                 driver.connection_mut().disconnect();
             }
         }
+        state.run_backlog(driver.connection_mut(), &mut incoming);
     }
     for token in state.running.values() {
         token.cancel();
@@ -644,6 +661,7 @@ impl<S: Service> ConnectionState<S> {
                 for token in self.running.values() {
                     token.cancel();
                 }
+                self.drop_backlog(connection);
                 // A Session operation left waiting settles now: nothing more is sent.
                 if let Some(op) = self.pending_op.take() {
                     let _ = connection.respond(&op.id, Ok(None));
@@ -653,7 +671,38 @@ impl<S: Service> ConnectionState<S> {
         }
     }
 
+    /// Starts the calls of the backlog while the transmit queue is below the pause threshold.
+    fn run_backlog(&mut self, connection: &mut ServerConnection, incoming: &mut mpsc::UnboundedReceiver<Outgoing>) {
+        if !connection.is_ready() {
+            return self.drop_backlog(connection);
+        }
+        while connection.pending_transmit_len() < self.pause_at {
+            let Some(request) = self.backlog.pop_front() else { break };
+            self.start(connection, request, incoming);
+        }
+    }
+
+    /// The connection is closing: the calls not started settle without running.
+    fn drop_backlog(&mut self, connection: &mut ServerConnection) {
+        for request in std::mem::take(&mut self.backlog) {
+            let _ = connection.respond(&request.id, Err(ErrorBody::new(code("cancelled"), "RPC request cancelled")));
+        }
+    }
+
     fn request(
+        &mut self,
+        connection: &mut ServerConnection,
+        request: Request,
+        incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
+    ) {
+        if !self.backlog.is_empty() || connection.pending_transmit_len() >= self.pause_at {
+            self.backlog.push_back(request);
+            return;
+        }
+        self.start(connection, request, incoming);
+    }
+
+    fn start(
         &mut self,
         connection: &mut ServerConnection,
         request: Request,

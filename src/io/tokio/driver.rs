@@ -544,6 +544,10 @@ where
                 // The failure ended the connection: its events come first.
                 continue;
             }
+            // What was written is no longer held.
+            if self.account() {
+                continue;
+            }
             if self.connection.is_done() && self.connection.transmit_len() == 0 {
                 if !self.write_failed {
                     match Pin::new(&mut self.io).poll_shutdown(cx) {
@@ -605,6 +609,12 @@ where
     /// As [`flush`](Self::flush).
     pub fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_write(cx);
+        // The write deadline runs while a flush waits (a peer that does not read); when it
+        // passes, the queue is dropped and the flush completes.
+        while self.connection.transmit_len() != 0 && !self.write_failed && self.poll_deadlines(cx) {
+            self.poll_write(cx);
+        }
+        self.account();
         if self.write_failed {
             let (kind, text) = match &self.error {
                 Some(error) => (error.kind(), error.to_string()),
