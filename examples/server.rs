@@ -60,7 +60,7 @@ fn members(service: &str, counter: &Counter) -> Option<Value> {
 impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
         let args = call.args_json();
-        match (call.service_id.as_str(), call.member.as_str(), &args[..]) {
+        match (call.service_id(), call.member(), &args[..]) {
             ("demo.echo" | "session", "echo", _) => ok(json!({"echo": args})),
             ("demo.slow", "wait", [ms]) => {
                 let ms = ms.as_u64().unwrap_or(0).min(600_000);
@@ -81,8 +81,9 @@ impl Service for Demo {
                 counter.subscribers.retain(|(id, cx)| cx.publish(id.clone(), update.clone()));
                 ok(json!({"value": counter.value, "log": counter.log}))
             }
-            ("$chord.service", "catalogue", []) => ok(json!(["demo.echo", "demo.slow", "demo.counter"]
-                .map(|id| json!({"serviceId": id, "mode": "singleton"})))),
+            ("$chord.service", "catalogue", []) => ok(json!(
+                ["demo.echo", "demo.slow", "demo.counter"].map(|id| json!({"serviceId": id, "mode": "singleton"}))
+            )),
             ("$chord.service", "subscribe", [Value::String(sub), Value::String(service), mode]) => {
                 let mut counter = self.counter.lock().expect("not poisoned");
                 let members = members(service, &counter)
@@ -98,7 +99,10 @@ impl Service for Demo {
                 counter.subscribers.retain(|(id, c)| !(id.as_str() == sub && c.connection() == cx.connection()));
                 Ok(None)
             }
-            _ => Err(CallError::new("member_not_found", format!("Unknown member {}.{}", call.service_id, call.member))),
+            _ => Err(CallError::new(
+                "member_not_found",
+                format!("Unknown member {}.{}", call.service_id(), call.member()),
+            )),
         }
     }
 

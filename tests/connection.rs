@@ -641,10 +641,7 @@ fn server_fences_an_id_already_in_flight_and_admits_it_again_once_settled() {
     assert_eq!(events.len(), 1);
     let (events, out) = fenced(&mut server, request_frame("r1", server_target(), payload(json!(2))));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r1"), reason: FenceReason::DuplicateId }]);
-    assert_eq!(
-        out,
-        vec![error_response("r1", err("invalid_request", "Request ID is already active"))]
-    );
+    assert_eq!(out, vec![error_response("r1", err("invalid_request", "Request ID is already active"))]);
     assert!(server.is_in_flight(&rid("r1")), "the original stays in flight");
     server.respond(&rid("r1"), Ok(None)).unwrap();
     server.poll_transmit();

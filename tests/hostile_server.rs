@@ -20,7 +20,7 @@ struct Hostile;
 
 impl Service for Hostile {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
-        match call.member.as_str() {
+        match call.member() {
             "big" => {
                 let n = call.args_json().first().and_then(|n| n.as_u64()).unwrap_or(0) as usize;
                 Ok(Some(Payload::from_value(&json!("x".repeat(n))).unwrap()))

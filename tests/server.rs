@@ -17,7 +17,7 @@ struct Test;
 
 impl Service for Test {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
-        match call.member.as_str() {
+        match call.member() {
             "echo" => Ok(Some(Payload::from_value(&json!({"echo": call.args_json()})).unwrap())),
             "wait" => {
                 tokio::select! {
@@ -116,10 +116,7 @@ async fn cancel_internal_errors_panics_and_update_order_over_tcp() {
         target,
     )))
     .await;
-    assert_eq!(
-        peer.next().await.unwrap()["error"],
-        json!({"code": "cancelled", "message": "RPC request cancelled"})
-    );
+    assert_eq!(peer.next().await.unwrap()["error"], json!({"code": "cancelled", "message": "RPC request cancelled"}));
     peer.call("f", "s", "fail", json!([])).await;
     assert_eq!(
         peer.next().await.unwrap()["error"],

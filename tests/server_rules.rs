@@ -151,10 +151,7 @@ fn violations_are_answered_with_hello_error_before_closing() {
     // A second hello.
     let mut server = ready(ServerOptions::default());
     server.receive(&hello(8));
-    assert_eq!(
-        sent(&mut server),
-        vec![hello_error("invalid_request", "hello may only be sent as the first message")]
-    );
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "hello may only be sent as the first message")]);
     // A malformed frame: the decoder's error as the message.
     let mut server = ready(ServerOptions::default());
     server.receive(&[0, 0, 0, 1, 0xff]);

@@ -12,8 +12,11 @@
 //!
 //! - **Handshake.** The client's first frame is `hello` with its version, and it sends nothing
 //!   else until the server's `hello` names the logical `serverId`. The server answers a
-//!   supported version with `hello`, any other with `hello_error`, and closes on any other
-//!   first frame.
+//!   supported version with `hello`, any other with `hello_error`; it waits for the `hello` at
+//!   most [`ServerOptions::handshake_timeout`] (the machine keeps no clock:
+//!   [`ServerConnection::poll_timeout`], [`ServerConnection::handle_timeout`]), reads a first
+//!   frame of at most [`ServerOptions::max_hello_frame_length`], and answers every violation
+//!   with `hello_error` before closing, as the reference server does.
 //! - **Correlation.** Request ids are assigned by the client connection and never reused; each
 //!   `response` settles exactly one pending request; a response for an unknown or settled id is
 //!   a protocol violation.
@@ -22,9 +25,10 @@
 //!   which still responds.
 //! - **Routes.** Session calls go through the route the server last published with an
 //!   `attachment` message; server calls carry the handshake's `serverId`.
-//! - **Fencing.** The server answers a request for another server, for a route that is not the
-//!   current attachment, or reusing an id still in flight with an error response of its own,
-//!   before the application sees it ([`ServerOptions`] holds the codes).
+//! - **Fencing.** The server answers a request reusing an id still in flight, whose call is not
+//!   a service call `{serviceId, member, args, instance?}`, for another server, or for a route
+//!   that is not the current attachment with an error response of its own, before the
+//!   application sees it ([`ServerOptions`] holds the codes, the reference server's by default).
 //! - **Release.** A server connection reports the route to release only once every admitted
 //!   call has settled ([`ServerEvent::Closed`]).
 //! - **Message types added later.** After the handshake, a message of a type the schema gained
@@ -92,8 +96,8 @@ pub use router::{
     DEFAULT_MAX_SUBSCRIPTIONS,
 };
 pub use server::{
-    FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_HELLO_FRAME_LENGTH,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_ID_BYTES,
+    FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_HELLO_FRAME_LENGTH, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_ID_BYTES,
 };
 
 /// The default of [`ClientOptions::max_pending_transmit`] and

@@ -12,8 +12,8 @@ use super::service_call::is_service_call;
 use super::{CloseReason, ConnectionError, Deadline, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, CodecOptions, ErrorBody, ErrorCode, ErrorKind,
-    ErrorResponse, Payload, ProtocolError, Request, RequestId, Response, RpcTarget, Rule, ServerHello, ServerHelloError,
-    ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
+    ErrorResponse, Payload, ProtocolError, Request, RequestId, Response, RpcTarget, Rule, ServerHello,
+    ServerHelloError, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
@@ -518,7 +518,10 @@ impl ServerConnection {
         } else {
             let template = &self.options.unsupported_version;
             let error = if template.message.contains(VERSION_PLACEHOLDER) {
-                ErrorBody::new(template.code.clone(), template.message.replace(VERSION_PLACEHOLDER, &version.to_string()))
+                ErrorBody::new(
+                    template.code.clone(),
+                    template.message.replace(VERSION_PLACEHOLDER, &version.to_string()),
+                )
             } else {
                 template.clone()
             };

@@ -205,7 +205,9 @@ mod tests {
         assert!(check(json!({"serviceId": "demo.echo", "member": "echo", "args": [1, {"a": [2]}]})));
         assert!(check(json!({"args": [], "member": "m", "serviceId": "s"})));
         assert!(check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": 1}})));
-        assert!(check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"generation": 2.0, "key": "k"}})));
+        assert!(check(
+            json!({"serviceId": "s", "member": "m", "args": [], "instance": {"generation": 2.0, "key": "k"}})
+        ));
     }
 
     #[test]
@@ -219,8 +221,12 @@ mod tests {
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": {}})));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "extra": 1})));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k"}})));
-        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": 0}})));
-        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": 1.5}})));
+        assert!(!check(
+            json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": 0}})
+        ));
+        assert!(!check(
+            json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": 1.5}})
+        ));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "", "generation": 1}})));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": null})));
     }

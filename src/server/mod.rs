@@ -40,8 +40,8 @@
 //! struct Echo;
 //! impl Service for Echo {
 //!     async fn call(&self, call: Call, _cx: Context) -> CallResult {
-//!         match (call.service_id.as_str(), call.member.as_str()) {
-//!             ("demo.echo", "echo") => Ok(Some(call.args)),
+//!         match (call.service_id(), call.member()) {
+//!             ("demo.echo", "echo") => Ok(Some(call.args().clone())),
 //!             _ => Err(CallError::new("unknown_member", "No such member")),
 //!         }
 //!     }
@@ -67,6 +67,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
+use compact_str::CompactString;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -93,18 +94,14 @@ pub const SESSION_MANAGEMENT: &str = "pi.session-management";
 pub type CallResult = Result<Option<Payload>, CallError>;
 
 /// A service call `{serviceId, member, args, instance?}` (its shape was checked by the
-/// connection): the two names, read once, and the rest as payloads, not parsed further.
+/// connection): the two names, read once and kept inline when short, and the rest as payloads,
+/// not parsed further.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Call {
-    /// `serviceId`.
-    pub service_id: String,
-    /// `member`.
-    pub member: String,
-    /// `args`: the argument array, as received.
-    pub args: Payload,
-    /// `instance`, when the call names one (`{key, generation}`).
-    pub instance: Option<Payload>,
+    service_id: CompactString,
+    member: CompactString,
+    args: Payload,
+    instance: Option<Payload>,
 }
 
 impl Call {
@@ -122,11 +119,31 @@ impl Call {
         }
         let parts: Parts = call.deserialize().ok()?;
         Some(Call {
-            service_id: parts.service_id.to_owned(),
-            member: parts.member.to_owned(),
+            service_id: CompactString::from(parts.service_id),
+            member: CompactString::from(parts.member),
             args: parts.args,
             instance: parts.instance,
         })
+    }
+
+    /// `serviceId`.
+    pub fn service_id(&self) -> &str {
+        &self.service_id
+    }
+
+    /// `member`.
+    pub fn member(&self) -> &str {
+        &self.member
+    }
+
+    /// `args`: the argument array, as received.
+    pub fn args(&self) -> &Payload {
+        &self.args
+    }
+
+    /// `instance`, when the call names one (`{key, generation}`).
+    pub fn instance(&self) -> Option<&Payload> {
+        self.instance.as_ref()
     }
 
     /// The arguments as JSON values (an empty list when they are not an array).
@@ -545,7 +562,8 @@ fn attachment_id() -> AttachmentId {
     for (n, word) in words.iter_mut().enumerate() {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_usize(n);
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        hasher
+            .write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
         *word = hasher.finish();
     }
     let bytes: u128 = (u128::from(words[0]) << 64) | u128::from(words[1]);
@@ -586,8 +604,11 @@ async fn serve_connection<S: Service, IO>(shared: Arc<Shared<S>>, io: IO, number
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let connection =
-        ServerConnection::new_at(shared.server_id.clone(), shared.options.clone(), tokio::time::Instant::now().into_std());
+    let connection = ServerConnection::new_at(
+        shared.server_id.clone(),
+        shared.options.clone(),
+        tokio::time::Instant::now().into_std(),
+    );
     let mut driver = ServerDriver::with_options(io, connection, shared.driver.clone());
     let (out, mut incoming) = mpsc::unbounded_channel();
     let mut state = ConnectionState {
@@ -605,6 +626,9 @@ where
     let drain = tokio::time::sleep(Duration::MAX.min(Duration::from_secs(1 << 40)));
     tokio::pin!(drain);
     let mut drain_armed = false;
+    // Made once: a new `cancelled()` future per turn would register with the token each time.
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     loop {
         let backed_up = !state.backlog.is_empty();
         tokio::select! {
@@ -622,7 +646,7 @@ where
                 }
             },
             Some(outgoing) = incoming.recv() => state.outgoing(driver.connection_mut(), outgoing),
-            _ = stop.cancelled(), if !state.draining => {
+            () = &mut stopped, if !state.draining => {
                 state.draining = true;
                 drain.as_mut().reset(tokio::time::Instant::now() + shared.drain_timeout);
                 drain_armed = true;
@@ -738,7 +762,8 @@ impl<S: Service> ConnectionState<S> {
         }
         // Polled once here: a call that completes at once is answered without a task.
         let waker = std::task::Waker::noop();
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(&mut TaskContext::from_waker(waker))));
+        let polled =
+            std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(&mut TaskContext::from_waker(waker))));
         match polled {
             Ok(Poll::Ready(result)) => {
                 // Updates it published go out before its response.
@@ -817,7 +842,8 @@ impl<S: Service> ConnectionState<S> {
             },
             ("detach", []) => None,
             _ => {
-                let error = std::io::Error::other(format!("Unsupported session call {}.{}", call.service_id, call.member));
+                let error =
+                    std::io::Error::other(format!("Unsupported session call {}.{}", call.service_id, call.member));
                 self.shared.report(&error);
                 let _ = connection.respond(&id, Err(internal_error()));
                 return;
@@ -840,7 +866,8 @@ impl<S: Service> ConnectionState<S> {
     /// it replaces or releases.
     fn run_pending_op(&mut self, connection: &mut ServerConnection) {
         let Some(op) = self.pending_op.take() else { return };
-        let route = op.attach.map(|session| SessionTarget::new(self.shared.server_id.clone(), session, attachment_id()));
+        let route =
+            op.attach.map(|session| SessionTarget::new(self.shared.server_id.clone(), session, attachment_id()));
         let changed = match (&route, connection.attachment()) {
             (None, None) => Ok(()),
             _ => connection.set_attachment(route),
@@ -856,7 +883,8 @@ impl<S: Service> ConnectionState<S> {
     fn close_if_drained(&mut self, connection: &mut ServerConnection) {
         if self.draining && connection.in_flight_len() == 0 && connection.is_ready() {
             connection.disconnect();
-        } else if self.draining && !connection.is_ready() && connection.in_flight_len() == 0 && !connection.is_closed() {
+        } else if self.draining && !connection.is_ready() && connection.in_flight_len() == 0 && !connection.is_closed()
+        {
             connection.disconnect();
         }
     }

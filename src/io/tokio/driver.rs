@@ -497,10 +497,7 @@ where
     /// Runs `connection` over `io` with `options`.
     pub fn with_options(io: IO, connection: C, options: DriverOptions) -> Self {
         let keeps = connection.keeps_deadlines();
-        let timers = Timers {
-            last_activity: (keeps && options.idle_timeout.is_some()).then(now),
-            ..Timers::default()
-        };
+        let timers = Timers { last_activity: (keeps && options.idle_timeout.is_some()).then(now), ..Timers::default() };
         let charge = Charge { budget: if keeps { options.budget.clone() } else { None }, charged: 0 };
         Driver {
             timers,
@@ -688,7 +685,8 @@ where
             (Some(at), Some(timeout)) => at.checked_add(timeout),
             _ => None,
         };
-        let next = [self.connection.poll_timeout(), self.timers.frame, self.timers.write, idle].into_iter().flatten().min();
+        let next =
+            [self.connection.poll_timeout(), self.timers.frame, self.timers.write, idle].into_iter().flatten().min();
         let Some(next) = next else {
             self.timers.armed = None;
             return false;

@@ -6,5 +6,6 @@ mod driver;
 
 pub use codec::{ClientCodec, MessageCodec, ServerCodec};
 pub use driver::{
-    ByteBudget, ClientDriver, Driver, DriverOptions, Endpoint, ServerDriver, DEFAULT_FRAME_TIMEOUT, DEFAULT_WRITE_TIMEOUT,
+    ByteBudget, ClientDriver, Driver, DriverOptions, Endpoint, ServerDriver, DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
 };
