@@ -8,9 +8,10 @@
 //!
 //! Flags: `--unix DIR` or `--listen ADDR` (default `127.0.0.1:7878`; port 0 picks a free port),
 //! `--server-id UUID` (default `3b241101-e2bb-4255-8caf-4136c566a962`), `--connections N`
-//! (exit once N connections have been served; default: serve forever), `--quiet` (accepted for
-//! the load harness; nothing is logged). The first stdout line is `listening on PATH` or
-//! `listening on ADDR`.
+//! (exit once N connections have been served; default: serve forever), `--quiet` (no event
+//! lines). The first stdout line is `listening on PATH` or `listening on ADDR`; then one JSON
+//! object a line per connection event (`ready`, `request`, `cancel`, `fenced`, `closing`,
+//! `closed`), with `conn` numbering the connections from 1.
 //!
 //! Services: `pi.session-management` `attach`/`detach` for Sessions `session-1` and `session-2`
 //! (Session calls answer `{"ok": true}`); `demo.echo` `echo(...args)` → `{"echo": args}` (also
@@ -24,7 +25,8 @@ use std::time::Duration;
 
 use pi_protocol::io::{unix::UnixSocketListener, Accept};
 use pi_protocol::server::{Call, CallError, CallResult, Context, Server, Service};
-use pi_protocol::{Payload, ServerId, SessionId, SubscriptionId};
+use pi_protocol::connection::{CloseReason, ServerEvent};
+use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
 use serde_json::{json, Value};
 
 const USAGE: &str = "usage: server [--unix DIR | --listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
@@ -113,12 +115,15 @@ impl Service for Demo {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let (mut unix, mut listen, mut connections) = (None, "127.0.0.1:7878".to_owned(), None);
+    let (mut unix, mut listen, mut connections, mut quiet) = (None, "127.0.0.1:7878".to_owned(), None, false);
     let mut server_id = ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962").expect("a server id");
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = match flag.as_str() {
-            "--quiet" => continue,
+            "--quiet" => {
+                quiet = true;
+                continue;
+            }
             "-h" | "--help" => return println!("A Pi protocol version 8 server.\n\n{USAGE}").into_ok(),
             _ => it.next(),
         };
@@ -134,7 +139,11 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     }
-    let server = Server::builder(server_id.clone(), Demo::default()).build();
+    let mut builder = Server::builder(server_id.clone(), Demo::default());
+    if !quiet {
+        builder = builder.on_event(log);
+    }
+    let server = builder.build();
     let left = connections.unwrap_or(u64::MAX);
     let serving = match &unix {
         Some(dir) => UnixSocketListener::bind(&pi_protocol::io::unix::socket_path(dir.as_ref(), &server_id))
@@ -157,6 +166,30 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// Prints one connection event as a JSON line.
+fn log(conn: u64, event: &ServerEvent) {
+    let line = match event {
+        ServerEvent::Ready => json!({"conn": conn, "event": "ready"}),
+        ServerEvent::Request(r) => {
+            json!({"conn": conn, "event": "request", "message": ClientMessage::Request(r.clone()).to_json()})
+        }
+        ServerEvent::Cancel { id } => json!({"conn": conn, "event": "cancel", "id": id.as_str()}),
+        ServerEvent::Fenced { id, reason } => {
+            json!({"conn": conn, "event": "fenced", "id": id.as_str(), "reason": format!("{reason:?}")})
+        }
+        ServerEvent::Closing { reason } => {
+            let offered = match reason {
+                CloseReason::UnsupportedVersion(v) => json!(v),
+                _ => Value::Null,
+            };
+            json!({"conn": conn, "event": "closing", "reason": reason.to_string(), "offeredVersion": offered})
+        }
+        ServerEvent::Closed { release } => json!({"conn": conn, "event": "closed", "release": release}),
+        other => json!({"conn": conn, "event": "other", "debug": format!("{other:?}")}),
+    };
+    println!("{line}");
+}
+
 /// A listener that stops after `left` connections (`--connections`): the server then finishes
 /// the connections it has and stops. TCP sockets get `TCP_NODELAY`.
 struct Limited<L> {
@@ -175,8 +208,9 @@ where
         if self.left == 0 {
             return Err(std::io::Error::other("served the connections asked for"));
         }
-        self.left -= 1;
+        // Counted once accepted: the server may drop this future between connections.
         let (stream, addr) = self.listener.accept().await?;
+        self.left -= 1;
         if let Some(tcp) = (&stream as &dyn std::any::Any).downcast_ref::<tokio::net::TcpStream>() {
             let _ = tcp.set_nodelay(true);
         }

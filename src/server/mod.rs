@@ -268,6 +268,7 @@ enum Outgoing {
 }
 
 type ErrorHook = Arc<dyn Fn(&(dyn std::error::Error + 'static)) + Send + Sync>;
+type EventHook = Arc<dyn Fn(u64, &ServerEvent) + Send + Sync>;
 
 /// Builds a [`Server`]: see [`Server::builder`].
 pub struct ServerBuilder<S> {
@@ -279,6 +280,7 @@ pub struct ServerBuilder<S> {
     budget: Option<usize>,
     drain_timeout: Duration,
     on_error: Option<ErrorHook>,
+    on_event: Option<EventHook>,
 }
 
 impl<S> fmt::Debug for ServerBuilder<S> {
@@ -342,6 +344,15 @@ impl<S: Service> ServerBuilder<S> {
         self
     }
 
+    /// Sees every event of every connection (its number from 1, and the [`ServerEvent`]) before
+    /// the server acts on it: for logs and metrics. The hook runs on the connection's task, so
+    /// it should be quick.
+    #[must_use]
+    pub fn on_event(mut self, hook: impl Fn(u64, &ServerEvent) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(hook));
+        self
+    }
+
     /// The server.
     pub fn build(self) -> Server<S> {
         let budget = self.budget.map(ByteBudget::new);
@@ -353,6 +364,7 @@ impl<S: Service> ServerBuilder<S> {
                 driver: self.driver.budget(budget.clone()),
                 drain_timeout: self.drain_timeout,
                 on_error: self.on_error,
+                on_event: self.on_event,
                 budget,
             }),
             accept: self.accept,
@@ -368,6 +380,7 @@ struct Shared<S> {
     driver: DriverOptions,
     drain_timeout: Duration,
     on_error: Option<ErrorHook>,
+    on_event: Option<EventHook>,
     budget: Option<ByteBudget>,
 }
 
@@ -415,6 +428,7 @@ impl<S: Service> Server<S> {
             budget: Some(DEFAULT_BUDGET),
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             on_error: None,
+            on_event: None,
         }
     }
 
@@ -674,6 +688,9 @@ impl<S: Service> ConnectionState<S> {
         event: ServerEvent,
         incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
     ) {
+        if let Some(hook) = &self.shared.on_event {
+            hook(self.number, &event);
+        }
         match event {
             ServerEvent::Request(request) => self.request(connection, request, incoming),
             ServerEvent::Cancel { id } => {
