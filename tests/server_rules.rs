@@ -152,13 +152,27 @@ fn violations_are_answered_with_hello_error_before_closing() {
     let mut server = ready(ServerOptions::default());
     server.receive(&hello(8));
     assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "hello may only be sent as the first message")]);
-    // A malformed frame: the decoder's error as the message.
+    // A malformed frame: "Invalid client protocol frame: " and what is wrong.
     let mut server = ready(ServerOptions::default());
     server.receive(&[0, 0, 0, 1, 0xff]);
     let messages = sent(&mut server);
     let [ServerMessage::HelloError(refusal)] = &messages[..] else { panic!("{messages:?}") };
     assert_eq!(refusal.error.code.as_str(), "invalid_request");
-    assert!(!refusal.error.message.is_empty());
+    assert!(refusal.error.message.starts_with("Invalid client protocol frame: "), "{}", refusal.error.message);
+    // A header past the frame limit, in the reference's words.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&0x0100_0001u32.to_be_bytes());
+    assert_eq!(
+        sent(&mut server),
+        vec![hello_error("invalid_request", "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216")]
+    );
+    // CBOR that is no client message.
+    let mut server = ready(ServerOptions::default());
+    let ping = pi_protocol::Payload::from_value(&json!({"type": "ping"})).unwrap();
+    let mut frame = (ping.as_cbor().len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(ping.as_cbor());
+    server.receive(&frame);
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "Invalid client protocol message")]);
     // Off: closes silently.
     let mut server = ready(ServerOptions::default().hello_error_on_violation(false));
     server.receive(&hello(8));

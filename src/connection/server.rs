@@ -46,7 +46,8 @@ const VERSION_PLACEHOLDER: &str = "{version}";
 /// | `handshake_timeout_error` | `invalid_request` | Handshake timeout | no `hello` within [`handshake_timeout`](Self::handshake_timeout) (as `hello_error`) |
 /// | `expected_hello` | `invalid_request` | The first client message must be hello | another message first (as `hello_error`) |
 /// | `unexpected_hello` | `invalid_request` | hello may only be sent as the first message | a second `hello` (as `hello_error`) |
-/// | `malformed_frame_code` | `invalid_request` | the decoder's error | a frame that does not decode (as `hello_error`) |
+/// | `malformed_frame_code` | `invalid_request` | Invalid client protocol frame: (what is wrong) | a frame that is not strict CBOR (as `hello_error`) |
+/// | `malformed_message` | `invalid_request` | Invalid client protocol message | CBOR that is no client message (as `hello_error`) |
 /// | `unsupported_version` | `version` | Unsupported protocol version 7; expected 8 | a `hello` offering another version (as `hello_error`) |
 /// | `duplicate_id` | `invalid_request` | Request ID is already active | a request reuses the id of one still in flight |
 /// | `invalid_call` | `invalid_request` | Invalid service call | the call is not `{serviceId, member, args, instance?}` |
@@ -88,8 +89,14 @@ pub struct ServerOptions {
     /// The `hello_error` for a second `hello` (default code `invalid_request`, message "hello
     /// may only be sent as the first message").
     pub unexpected_hello: ErrorBody,
-    /// The `hello_error` code for a frame that does not decode (default `invalid_request`).
+    /// The `hello_error` code for a frame that is not a well-formed frame of strict CBOR
+    /// (default `invalid_request`); its message is "Invalid client protocol frame: " and what
+    /// is wrong, as the reference words it ("Frame length 16777217 exceeds configured limit of
+    /// 16777216") or in this decoder's words.
     pub malformed_frame_code: ErrorCode,
+    /// The `hello_error` for well-formed CBOR that is no client message of the schema (default
+    /// code `invalid_request`, message "Invalid client protocol message").
+    pub malformed_message: ErrorBody,
     /// The error response for a call that is not a service call `{serviceId, member, args,
     /// instance?}` (default code `invalid_request`, message "Invalid service call"); `None`
     /// admits any call.
@@ -145,6 +152,8 @@ option_setters! {
         unexpected_hello: ErrorBody;
         /// Sets [`malformed_frame_code`](Self::malformed_frame_code).
         malformed_frame_code: ErrorCode;
+        /// Sets [`malformed_message`](Self::malformed_message).
+        malformed_message: ErrorBody;
         /// Sets [`invalid_call`](Self::invalid_call).
         invalid_call: Option<ErrorBody>;
         /// Sets [`wrong_server`](Self::wrong_server).
@@ -199,6 +208,7 @@ impl Default for ServerOptions {
             expected_hello: default_error("invalid_request", "The first client message must be hello"),
             unexpected_hello: default_error("invalid_request", "hello may only be sent as the first message"),
             malformed_frame_code: ErrorCode::new("invalid_request").expect("a non-empty code"),
+            malformed_message: default_error("invalid_request", "Invalid client protocol message"),
             invalid_call: Some(default_error("invalid_request", "Invalid service call")),
             wrong_server: default_error("wrong_server", "Request was addressed to another server"),
             stale_route: default_error("session_not_attached", "Session is not attached to this client"),
@@ -538,6 +548,17 @@ impl ServerConnection {
         let error = match &violation {
             Violation::ExpectedHello => self.options.expected_hello.clone(),
             Violation::UnexpectedHello => self.options.unexpected_hello.clone(),
+            Violation::Decode(error) if error.kind() == ErrorKind::Schema => self.options.malformed_message.clone(),
+            Violation::Decode(error) => {
+                let detail = match error.rule() {
+                    Rule::FrameTooLong { length, limit } => {
+                        format!("Frame length {length} exceeds configured limit of {limit}")
+                    }
+                    rule => rule.to_string(),
+                };
+                let message = format!("Invalid client protocol frame: {detail}");
+                ErrorBody::new(self.options.malformed_frame_code.clone(), message)
+            }
             other => ErrorBody::new(self.options.malformed_frame_code.clone(), other.to_string()),
         };
         self.refuse(error, CloseReason::Violation(violation));

@@ -194,8 +194,18 @@ impl ServerProbe {
                 assert!(!handshake);
                 self.push_expected(messages::hello_error(self.options.unexpected_hello.clone()));
             }
-            CloseReason::Violation(violation @ Violation::Decode(_)) => {
-                let body = ErrorBody::new(self.options.malformed_frame_code.clone(), violation.to_string());
+            CloseReason::Violation(Violation::Decode(error)) => {
+                let body = if error.kind() == pi_protocol::ErrorKind::Schema {
+                    self.options.malformed_message.clone()
+                } else {
+                    let detail = match error.rule() {
+                        pi_protocol::Rule::FrameTooLong { length, limit } => {
+                            format!("Frame length {length} exceeds configured limit of {limit}")
+                        }
+                        rule => rule.to_string(),
+                    };
+                    ErrorBody::new(self.options.malformed_frame_code.clone(), format!("Invalid client protocol frame: {detail}"))
+                };
                 self.push_expected(messages::hello_error(body));
             }
             // A frame of its own (hello, hello_error, a fencing error) did not fit.
