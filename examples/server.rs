@@ -61,8 +61,16 @@ fn members(service: &str, counter: &Counter) -> Option<Value> {
 
 impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
-        let args = call.args_json();
-        match (call.service_id(), call.member(), &args[..]) {
+        let (service, member, args) = (call.service_id(), call.member(), call.args_json());
+        // Chord's refusals, as the reference's provider words them.
+        let not_allowed = || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
+        if !matches!(service, "demo.echo" | "demo.slow" | "demo.counter" | "$chord.service" | "session") {
+            return Err(not_allowed());
+        }
+        if call.instance().is_some() {
+            return Err(CallError::new("service_mode_mismatch", format!("Remote service {service} is singleton")));
+        }
+        match (service, member, &args[..]) {
             ("demo.echo" | "session", "echo", _) => ok(json!({"echo": args})),
             ("demo.slow", "wait", [ms]) => {
                 let ms = ms.as_u64().unwrap_or(0).min(600_000);
@@ -81,29 +89,43 @@ impl Service for Demo {
                 let update = json!({"type": "state", "member": "count", "sequence": counter.sequence, "ops": ops});
                 let update = Payload::from_value(&update).map_err(CallError::internal)?;
                 counter.subscribers.retain(|(id, cx)| cx.publish(id.clone(), update.clone()));
-                ok(json!({"value": counter.value, "log": counter.log}))
+                Ok(None)
             }
+            ("demo.counter", "count", _) => Err(CallError::new(
+                "service_member_mismatch",
+                "Remote service member demo.counter.count is not a method",
+            )),
             ("$chord.service", "catalogue", []) => ok(json!(
                 ["demo.echo", "demo.slow", "demo.counter"].map(|id| json!({"serviceId": id, "mode": "singleton"}))
             )),
-            ("$chord.service", "subscribe", [Value::String(sub), Value::String(service), mode]) => {
+            ("$chord.service", "subscribe", [Value::String(sub), Value::String(target), mode])
+                if mode == "singleton" || mode == "keyed" =>
+            {
                 let mut counter = self.counter.lock().expect("not poisoned");
-                let members = members(service, &counter)
-                    .ok_or_else(|| CallError::new("service_not_found", format!("Unknown service {service}")))?;
-                if service == "demo.counter" {
+                let Some(members) = members(target, &counter) else {
+                    let message = format!("Remote service {target} is not allowlisted");
+                    return Err(CallError::new("service_not_allowed", message));
+                };
+                if mode == "keyed" {
+                    let message = format!("Remote service {target} is singleton, not keyed");
+                    return Err(CallError::new("service_mode_mismatch", message));
+                }
+                if target == "demo.counter" {
                     let id = SubscriptionId::new(sub.as_str()).map_err(CallError::internal)?;
                     counter.subscribers.push((id, cx));
                 }
-                ok(json!({"serviceId": service, "mode": mode, "instances": [{"members": members}]}))
+                ok(json!({"serviceId": target, "mode": mode, "instances": [{"members": members}]}))
             }
             ("$chord.service", "unsubscribe", [Value::String(sub)]) => {
+                // The server knows the connection's subscriptions: an unknown one never gets here.
                 let mut counter = self.counter.lock().expect("not poisoned");
                 counter.subscribers.retain(|(id, c)| !(id.as_str() == sub && c.connection() == cx.connection()));
                 Ok(None)
             }
+            ("$chord.service", ..) => Err(not_allowed()),
             _ => Err(CallError::new(
-                "member_not_found",
-                format!("Unknown member {}.{}", call.service_id(), call.member()),
+                "service_member_not_found",
+                format!("Unknown remote service member {service}.{member}"),
             )),
         }
     }
@@ -156,7 +178,15 @@ async fn main() -> std::process::ExitCode {
     match serving {
         Ok((at, serving)) => {
             println!("listening on {at}");
-            serving.wait().await;
+            // SIGTERM or Ctrl-C: a graceful shutdown, which also unlinks the Unix socket.
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signals");
+            let mut serving = serving;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+                () = serving.wait() => return std::process::ExitCode::SUCCESS,
+            }
+            serving.shutdown().await;
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

@@ -25,6 +25,10 @@ impl Service for Test {
                     () = cx.cancelled() => Err(CallError::new("stopped", "whatever the handler says")),
                 }
             }
+            "subscribe" => Ok(Some(
+                Payload::from_value(&json!({"serviceId": "demo.counter", "mode": "singleton", "instances": []})).unwrap(),
+            )),
+            "unsubscribe" => Ok(None),
             "publish" => {
                 let sub = SubscriptionId::new("sub-1").unwrap();
                 cx.publish(sub, Payload::from_value(&json!({"n": 1})).unwrap());
@@ -124,9 +128,26 @@ async fn cancel_internal_errors_panics_and_update_order_over_tcp() {
     );
     peer.call("p", "s", "panic", json!([])).await;
     assert_eq!(peer.next().await.unwrap()["error"]["code"], "internal_error");
+    // An update of a subscription the connection does not hold is dropped.
+    peer.call("u0", "s", "publish", json!([])).await;
+    assert_eq!(peer.next().await.unwrap()["id"], "u0");
+    peer.call("s1", "$chord.service", "subscribe", json!(["sub-1", "demo.counter", "singleton"])).await;
+    assert_eq!(peer.next().await.unwrap()["id"], "s1");
+    peer.call("s2", "$chord.service", "subscribe", json!(["sub-1", "demo.counter", "singleton"])).await;
+    assert_eq!(
+        peer.next().await.unwrap()["error"],
+        json!({"code": "invalid_request", "message": "Duplicate service subscription sub-1"})
+    );
+    // Held: the update goes out before the response of the call that published it.
     peer.call("u", "s", "publish", json!([])).await;
     assert_eq!(peer.next().await.unwrap()["type"], "service_update");
     assert_eq!(peer.next().await.unwrap()["id"], "u");
+    peer.call("x1", "$chord.service", "unsubscribe", json!(["sub-1"])).await;
+    assert_eq!(peer.next().await.unwrap(), json!({"type": "response", "id": "x1", "ok": true}));
+    peer.call("x2", "$chord.service", "unsubscribe", json!(["sub-1"])).await;
+    assert_eq!(peer.next().await.unwrap()["error"]["code"], "internal_error");
+    peer.call("u2", "s", "publish", json!([])).await;
+    assert_eq!(peer.next().await.unwrap()["id"], "u2", "no update after unsubscribe");
     let seen = seen.lock().unwrap().clone();
     assert!(seen.iter().any(|e| e.contains("a secret detail")), "{seen:?}");
     assert!(seen.iter().any(|e| e.contains("handler bug")), "{seen:?}");

@@ -19,6 +19,12 @@
 //!   publishes `attachment: null` then answers; one attachment per connection; Session calls go
 //!   to [`Service::session_call`]; an attachment is released only once the calls admitted on it
 //!   settled;
+//! - subscriptions: the server follows the `$chord.service` control calls of each connection
+//!   (`subscribe [subscriptionId, serviceId, mode]`, `unsubscribe [subscriptionId]`): a second
+//!   subscribe with an active id is `invalid_request` "Duplicate service subscription ID", a
+//!   subscribe answered with no snapshot and an unsubscribe of an unknown id are internal errors,
+//!   updates published for a subscription before its snapshot is sent follow the snapshot, and
+//!   updates of subscriptions the connection does not hold are dropped;
 //! - cancellation: a `cancel` fires the call's [`Context::cancelled`]; a call that then fails is
 //!   answered `cancelled` "RPC request cancelled", one that still succeeds with its result;
 //! - failures: [`CallError::internal`] and a handler that panics are answered `internal_error`
@@ -500,7 +506,7 @@ impl<S: Service> Server<S> {
             drop(acceptor); // closes the listener (and unlinks a Unix socket)
             while connections.join_next().await.is_some() {}
         });
-        Serving { shutdown, task, local_addr: None, path: None, budget: self.shared.budget.clone() }
+        Serving { shutdown, task, local_addr: None, path: None, budget: self.shared.budget.clone(), finished: false }
     }
 
     /// Serves one already connected byte stream (a test's `tokio::io::duplex` end, a socket
@@ -536,6 +542,7 @@ pub struct Serving {
     local_addr: Option<std::net::SocketAddr>,
     path: Option<PathBuf>,
     budget: Option<ByteBudget>,
+    finished: bool,
 }
 
 impl Serving {
@@ -557,15 +564,19 @@ impl Serving {
     /// Stops accepting, lets the calls in flight settle (new calls are answered
     /// `server_draining`), closes every connection and returns once all are closed (and the Unix
     /// socket unlinked).
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.shutdown.cancel();
-        let _ = self.task.await;
+        self.wait().await;
     }
 
-    /// Completes when the server stops (after [`shutdown`](Self::shutdown) or a fatal accept
-    /// error).
-    pub async fn wait(self) {
-        let _ = self.task.await;
+    /// Completes when the server stops (after [`shutdown`](Self::shutdown), or when the
+    /// listener fails for good). Cancel safe: it can be one branch of a `select!` whose other
+    /// branches call [`shutdown`](Self::shutdown) afterwards.
+    pub async fn wait(&mut self) {
+        if !self.finished {
+            let _ = (&mut self.task).await;
+            self.finished = true;
+        }
     }
 }
 
@@ -612,6 +623,60 @@ struct ConnectionState<S> {
     /// meanwhile, so a peer that does not read costs at most that much plus one answer.
     backlog: std::collections::VecDeque<Request>,
     pause_at: usize,
+    /// The subscriptions this connection holds (`$chord.service` `subscribe` answered with a
+    /// snapshot, not unsubscribed): updates of any other subscription are dropped.
+    subscriptions: std::collections::HashSet<SubscriptionId>,
+    /// Subscriptions whose snapshot is not sent yet, with the updates published meanwhile: they
+    /// follow the snapshot, as the reference sends them.
+    subscribing: HashMap<SubscriptionId, Vec<Payload>>,
+    /// The control calls among the running calls.
+    controls: HashMap<RequestId, Control>,
+}
+
+/// A `$chord.service` control call the server follows (docs/PROTOCOL.md section 8).
+#[derive(Debug, Clone)]
+enum Control {
+    Subscribe(SubscriptionId),
+    Unsubscribe(SubscriptionId),
+}
+
+impl Control {
+    /// The control call `call` is, if any: `subscribe [subscriptionId, serviceId, mode]` or
+    /// `unsubscribe [subscriptionId]`, exactly, without an instance.
+    fn of(call: &Call) -> Option<Control> {
+        if call.service_id() != "$chord.service" || call.instance().is_some() {
+            return None;
+        }
+        let args = match call.member() {
+            "subscribe" | "unsubscribe" => call.args_json(),
+            _ => return None,
+        };
+        let id = |value: &serde_json::Value| value.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        match (call.member(), &args[..]) {
+            ("subscribe", [sub, service, mode])
+                if id(service).is_some() && (mode == "singleton" || mode == "keyed") =>
+            {
+                SubscriptionId::new(id(sub)?).ok().map(Control::Subscribe)
+            }
+            ("unsubscribe", [sub]) => SubscriptionId::new(id(sub)?).ok().map(Control::Unsubscribe),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `result` has the shape of a subscription snapshot `{serviceId, mode, instances}`.
+fn is_snapshot(result: &Payload) -> bool {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Shape<'a> {
+        #[serde(rename = "serviceId", borrow)]
+        service_id: &'a str,
+        #[serde(borrow)]
+        mode: &'a str,
+        instances: Vec<serde::de::IgnoredAny>,
+    }
+    result.deserialize::<Shape>().is_ok()
 }
 
 async fn serve_connection<S: Service, IO>(shared: Arc<Shared<S>>, io: IO, number: u64, stop: CancellationToken)
@@ -636,6 +701,9 @@ where
         draining: false,
         backlog: std::collections::VecDeque::new(),
         pause_at: shared.driver.pause_reading_at.max(1),
+        subscriptions: std::collections::HashSet::new(),
+        subscribing: HashMap::new(),
+        controls: HashMap::new(),
     };
     let drain = tokio::time::sleep(Duration::MAX.min(Duration::from_secs(1 << 40)));
     tokio::pin!(drain);
@@ -766,6 +834,24 @@ impl<S: Service> ConnectionState<S> {
         if session.is_none() && call.service_id == SESSION_MANAGEMENT && call.instance.is_none() {
             return self.session_management(connection, id, &call);
         }
+        let control = if session.is_none() { Control::of(&call) } else { None };
+        match &control {
+            Some(Control::Subscribe(sub)) if self.subscriptions.contains(sub) || self.subscribing.contains_key(sub) => {
+                let message = format!("Duplicate service subscription {}", sub.as_str());
+                let _ = connection.respond(&id, Err(ErrorBody::new(code("invalid_request"), message)));
+                return;
+            }
+            Some(Control::Subscribe(sub)) => {
+                self.subscribing.insert(sub.clone(), Vec::new());
+            }
+            Some(Control::Unsubscribe(sub)) if !self.subscriptions.contains(sub) => {
+                // Chord's provider throws for an unknown subscription: hidden, as any failure.
+                self.shared.report(&io::Error::other(format!("unsubscribe of unknown subscription {}", sub.as_str())));
+                let _ = connection.respond(&id, Err(internal_error()));
+                return;
+            }
+            _ => {}
+        }
         let cancel = CancellationToken::new();
         let cx = Context { cancel: cancel.clone(), out: self.out.clone(), connection: self.number };
         let shared = Arc::clone(&self.shared);
@@ -788,11 +874,14 @@ impl<S: Service> ConnectionState<S> {
                     self.outgoing(connection, outgoing);
                 }
                 let answer = self.settle(result, &cancel);
-                self.finish(connection, &id, is_session, answer);
+                self.finish(connection, &id, is_session, control, answer);
             }
             Ok(Poll::Pending) => {
                 if is_session {
                     self.session_ids.insert(id.clone());
+                }
+                if let Some(control) = control {
+                    self.controls.insert(id.clone(), control);
                 }
                 self.running.insert(id.clone(), cancel.clone());
                 let shared = Arc::clone(&self.shared);
@@ -806,7 +895,7 @@ impl<S: Service> ConnectionState<S> {
             }
             Err(panic) => {
                 self.shared.report(&HandlerPanic(panic_message(&panic)));
-                self.finish(connection, &id, is_session, Err(internal_error()));
+                self.finish(connection, &id, is_session, control, Err(internal_error()));
             }
         }
     }
@@ -820,9 +909,35 @@ impl<S: Service> ConnectionState<S> {
         connection: &mut ServerConnection,
         id: &RequestId,
         is_session: bool,
-        answer: Result<Option<Payload>, ErrorBody>,
+        control: Option<Control>,
+        mut answer: Result<Option<Payload>, ErrorBody>,
     ) {
+        let mut updates = Vec::new();
+        match control {
+            Some(Control::Subscribe(sub)) => {
+                let pending = self.subscribing.remove(&sub).unwrap_or_default();
+                match &answer {
+                    Ok(Some(snapshot)) if is_snapshot(snapshot) => {
+                        self.subscriptions.insert(sub.clone());
+                        updates = pending.into_iter().map(|update| (sub.clone(), update)).collect();
+                    }
+                    Ok(_) => {
+                        let error = io::Error::other("a subscribe call answered with no subscription snapshot");
+                        self.shared.report(&error);
+                        answer = Err(internal_error());
+                    }
+                    Err(_) => {}
+                }
+            }
+            Some(Control::Unsubscribe(sub)) if answer.is_ok() => {
+                self.subscriptions.remove(&sub);
+            }
+            _ => {}
+        }
         let _ = connection.respond(id, answer);
+        for (sub, update) in updates {
+            let _ = connection.publish_update(sub, update);
+        }
         if is_session {
             self.session_calls = self.session_calls.saturating_sub(1);
             if self.session_calls == 0 {
@@ -835,12 +950,17 @@ impl<S: Service> ConnectionState<S> {
     fn outgoing(&mut self, connection: &mut ServerConnection, outgoing: Outgoing) {
         match outgoing {
             Outgoing::Update(subscription, update) => {
-                let _ = connection.publish_update(subscription, update);
+                if let Some(pending) = self.subscribing.get_mut(&subscription) {
+                    pending.push(update);
+                } else if self.subscriptions.contains(&subscription) {
+                    let _ = connection.publish_update(subscription, update);
+                }
             }
             Outgoing::Done(id, answer) => {
                 self.running.remove(&id);
                 let is_session = self.session_ids.remove(&id);
-                self.finish(connection, &id, is_session, answer);
+                let control = self.controls.remove(&id);
+                self.finish(connection, &id, is_session, control, answer);
             }
         }
     }
