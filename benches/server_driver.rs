@@ -6,7 +6,10 @@
 //! into an in-memory stream (`tokio::io::duplex`) and reads the 16 answers; a server task on the
 //! same single-threaded runtime answers them. One element is one request answered.
 //!
-//! - `driver`: `ServerConnection` run by `io::ServerDriver`, as `examples/server.rs` is written;
+//! - `driver`: `ServerConnection` run by `io::ServerDriver`, the hand-written loop `docs/ASYNC.md`
+//!   teaches (and `examples/server.rs` was, before `pi_protocol::server`);
+//! - `server`: `pi_protocol::server::Server` serving the same two calls through its `Service`
+//!   trait (issue 22 point 7: within 1.1x of `driver`);
 //! - `bare` (the baseline): `Framed` with `io::ServerCodec`, no protocol state, answers fed and
 //!   flushed once the burst is read (as `examples/load/bare.rs`);
 //! - `floor`: a server that writes prepared answers without decoding anything: what the client
@@ -70,6 +73,39 @@ async fn driver_server(io: DuplexStream) {
             let _ = driver.connection_mut().respond(&request.id, answer);
         }
     }
+}
+
+/// The two calls through the high-level server's `Service` trait.
+struct BenchService {
+    catalogue: Payload,
+}
+
+impl pi_protocol::server::Service for BenchService {
+    async fn call(
+        &self,
+        call: pi_protocol::server::Call,
+        _cx: pi_protocol::server::Context,
+    ) -> pi_protocol::server::CallResult {
+        #[derive(serde::Serialize)]
+        struct Echo<'a> {
+            echo: &'a Payload,
+        }
+        match (call.service_id(), call.member()) {
+            ("$chord.service", "catalogue") => Ok(Some(self.catalogue.clone())),
+            ("session", "echo") => Ok(Some(Payload::from_serialize(&Echo { echo: call.args() }).unwrap())),
+            _ => Err(pi_protocol::server::CallError::new("unknown_member", "No such service member")),
+        }
+    }
+}
+
+async fn high_level_server(io: DuplexStream) {
+    let catalogue = Payload::from_value(&json!([
+        {"serviceId": "sessions", "mode": "singleton"},
+        {"serviceId": "session", "mode": "keyed"},
+    ]))
+    .unwrap();
+    let server = pi_protocol::server::Server::builder(server_id(), BenchService { catalogue }).build();
+    server.serve_stream(io).await;
 }
 
 async fn bare_server(io: DuplexStream) {
@@ -170,11 +206,12 @@ fn server_driver(c: &mut Criterion) {
     g.warm_up_time(Duration::from_secs(1));
     g.measurement_time(Duration::from_secs(3));
     let mut expected = None;
-    for name in ["driver", "bare", "floor"] {
+    for name in ["driver", "server", "bare", "floor"] {
         // The server task runs while this set is driven: in `connect`, then in every iteration.
         let local = LocalSet::new();
         let (mut client, answers) = match name {
             "driver" => connect(&runtime, &local, driver_server),
+            "server" => connect(&runtime, &local, high_level_server),
             "bare" => connect(&runtime, &local, bare_server),
             _ => {
                 let (answers, request_bytes) = expected.clone().expect("the servers ran first");

@@ -90,6 +90,8 @@ mod generated {
 pub mod client;
 pub mod connection;
 pub mod io;
+#[cfg(feature = "tokio")]
+pub mod server;
 /// Chord's wire grammar and Delta replicated state (feature `chord`): the `pi-chord` crate.
 #[cfg(feature = "chord")]
 pub use pi_chord as chord;

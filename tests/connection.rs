@@ -133,6 +133,12 @@ fn cancel_frame(id: &str, target: RpcTarget) -> Vec<u8> {
     client_frame(ClientMessage::Cancel(Cancel::new(rid(id), target)))
 }
 
+/// The default options, except that any payload is admitted as a call (the service-call shape
+/// check is tested in `tests/server_rules.rs`): these tests send small stand-in calls.
+fn any_call() -> ServerOptions {
+    ServerOptions::default().invalid_call(None)
+}
+
 /// A server whose handshake completed, with its output and events drained.
 fn ready_server(options: ServerOptions) -> ServerConnection {
     let mut server = ServerConnection::new(server_id(), options);
@@ -476,7 +482,7 @@ fn client_close_lists_unsettled_requests_in_order_once() {
 
 #[test]
 fn server_answers_a_supported_hello_with_its_server_id() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     assert!(!server.is_ready());
     for byte in hello_frame(8) {
         server.receive(&[byte]);
@@ -488,7 +494,7 @@ fn server_answers_a_supported_hello_with_its_server_id() {
 
 #[test]
 fn server_answers_another_version_with_hello_error_and_closes() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     let mut bytes = hello_frame(7);
     bytes.extend(request_frame("req-1", server_target(), Payload::null())); // ignored
     server.receive(&bytes);
@@ -502,8 +508,8 @@ fn server_answers_another_version_with_hello_error_and_closes() {
     assert_eq!(
         server_messages(server.poll_transmit()),
         vec![ServerMessage::HelloError(ServerHelloError::new(err(
-            "unsupported_version",
-            "This server speaks protocol version 8"
+            "version",
+            "Unsupported protocol version 7; expected 8"
         )))]
     );
     assert!(server.is_closed());
@@ -511,7 +517,7 @@ fn server_answers_another_version_with_hello_error_and_closes() {
 
 #[test]
 fn server_hello_error_uses_the_configured_body() {
-    let options = ServerOptions::default().unsupported_version(err("version", "speak 8"));
+    let options = any_call().unsupported_version(err("version", "speak 8"));
     let mut server = ServerConnection::new(server_id(), options);
     server.receive(&hello_frame(9));
     assert_eq!(
@@ -522,7 +528,7 @@ fn server_hello_error_uses_the_configured_body() {
 
 #[test]
 fn server_closes_on_a_first_frame_other_than_hello() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     server.receive(&request_frame("req-1", server_target(), Payload::null()));
     assert_eq!(
         server_events(&mut server),
@@ -531,19 +537,26 @@ fn server_closes_on_a_first_frame_other_than_hello() {
             ServerEvent::Closed { release: None },
         ]
     );
-    assert_eq!(server.poll_transmit(), None);
+    // As the reference server: a hello_error saying why, then the close.
+    assert_eq!(
+        server_messages(server.poll_transmit()),
+        vec![ServerMessage::HelloError(ServerHelloError::new(err(
+            "invalid_request",
+            "The first client message must be hello"
+        )))]
+    );
 }
 
 #[test]
 fn server_closes_on_a_second_hello_or_a_bad_frame() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.receive(&hello_frame(8));
     assert_eq!(
         server_events(&mut server)[0],
         ServerEvent::Closing { reason: CloseReason::Violation(Violation::UnexpectedHello) }
     );
 
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     // Uppercase serverId: the request fails its schema.
     let mut bytes = request_frame("req-1", server_target(), Payload::null());
     let at = bytes.windows(SERVER.len()).position(|w| w == SERVER.as_bytes()).unwrap();
@@ -573,9 +586,9 @@ fn error_response(id: &str, error: ErrorBody) -> ServerMessage {
 
 #[test]
 fn server_fences_a_request_for_another_server() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     let other = ServerId::new(OTHER_SERVER).unwrap();
-    let wrong = err("wrong_server", "The target names another server");
+    let wrong = err("wrong_server", "Request was addressed to another server");
     let (events, out) =
         fenced(&mut server, request_frame("r1", RpcTarget::Server(ServerTarget::new(other.clone())), Payload::null()));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r1"), reason: FenceReason::WrongServer }]);
@@ -594,8 +607,8 @@ fn server_fences_a_request_for_another_server() {
 
 #[test]
 fn server_fences_a_session_call_on_a_stale_or_absent_route() {
-    let mut server = ready_server(ServerOptions::default());
-    let stale = err("stale_attachment", "The attachment is no longer current");
+    let mut server = ready_server(any_call());
+    let stale = err("session_not_attached", "Session is not attached to this client");
     // No route published yet.
     let (events, out) = fenced(&mut server, request_frame("r1", RpcTarget::Session(route("att-01")), Payload::null()));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r1"), reason: FenceReason::StaleRoute }]);
@@ -620,15 +633,12 @@ fn server_fences_a_session_call_on_a_stale_or_absent_route() {
 
 #[test]
 fn server_fences_an_id_already_in_flight_and_admits_it_again_once_settled() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     let (events, _) = fenced(&mut server, request_frame("r1", server_target(), payload(json!(1))));
     assert_eq!(events.len(), 1);
     let (events, out) = fenced(&mut server, request_frame("r1", server_target(), payload(json!(2))));
     assert_eq!(events, vec![ServerEvent::Fenced { id: rid("r1"), reason: FenceReason::DuplicateId }]);
-    assert_eq!(
-        out,
-        vec![error_response("r1", err("duplicate_request", "A request with this id is already in flight"))]
-    );
+    assert_eq!(out, vec![error_response("r1", err("invalid_request", "Request ID is already active"))]);
     assert!(server.is_in_flight(&rid("r1")), "the original stays in flight");
     server.respond(&rid("r1"), Ok(None)).unwrap();
     server.poll_transmit();
@@ -638,7 +648,7 @@ fn server_fences_an_id_already_in_flight_and_admits_it_again_once_settled() {
 
 #[test]
 fn server_fences_in_the_documented_order_with_configured_codes() {
-    let options = ServerOptions::default()
+    let options = any_call()
         .wrong_server(err("E_SERVER", "a"))
         .stale_route(err("E_ROUTE", "b"))
         .duplicate_id(err("E_DUP", "c"))
@@ -668,7 +678,7 @@ fn server_fences_in_the_documented_order_with_configured_codes() {
 
 #[test]
 fn server_respond_is_accepted_once_per_admitted_id() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     let mut bytes = request_frame("a", server_target(), Payload::null());
     bytes.extend(request_frame("b", server_target(), Payload::null()));
     bytes.extend(request_frame("c", server_target(), Payload::null()));
@@ -692,7 +702,7 @@ fn server_respond_is_accepted_once_per_admitted_id() {
 #[test]
 fn server_respond_that_cannot_be_encoded_keeps_the_call_in_flight() {
     let codec = CodecOptions::new().max_frame_length(200).unwrap();
-    let mut server = ready_server(ServerOptions::default().codec(codec));
+    let mut server = ready_server(any_call().codec(codec));
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server_events(&mut server);
     let big = payload(json!("y".repeat(300)));
@@ -705,7 +715,7 @@ fn server_respond_that_cannot_be_encoded_keeps_the_call_in_flight() {
 
 #[test]
 fn server_surfaces_a_cancel_for_an_in_flight_request_once() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.poll_transmit();
     let target = RpcTarget::Session(route("att-01"));
@@ -731,7 +741,7 @@ fn server_surfaces_a_cancel_for_an_in_flight_request_once() {
 
 #[test]
 fn server_publishes_attachments_and_updates() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     assert_eq!(server.set_attachment(Some(route("att-01"))), Err(ConnectionError::NotReady));
     let sub = SubscriptionId::new("sub-session").unwrap();
     assert_eq!(server.publish_update(sub.clone(), Payload::null()), Err(ConnectionError::NotReady));
@@ -762,7 +772,7 @@ fn server_publishes_attachments_and_updates() {
 
 #[test]
 fn server_releases_the_route_only_after_admitted_calls_settle() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.set_attachment(Some(route("att-01"))).unwrap();
     let mut bytes = request_frame("a", RpcTarget::Session(route("att-01")), Payload::null());
     bytes.extend(request_frame("b", server_target(), Payload::null()));
@@ -796,7 +806,7 @@ fn server_releases_the_route_only_after_admitted_calls_settle() {
 
 #[test]
 fn server_disconnect_with_nothing_in_flight_releases_at_once() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.disconnect();
     assert_eq!(
@@ -810,7 +820,7 @@ fn server_disconnect_with_nothing_in_flight_releases_at_once() {
 
 #[test]
 fn server_detach_while_closing_changes_what_is_released() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server.disconnect();
@@ -822,7 +832,7 @@ fn server_detach_while_closing_changes_what_is_released() {
 
 #[test]
 fn server_violation_also_waits_for_admitted_calls() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.set_attachment(Some(route("att-01"))).unwrap();
     let mut bytes = request_frame("a", server_target(), Payload::null());
     bytes.extend([0, 0, 0, 1, 0xff]); // a break byte: not CBOR
@@ -841,8 +851,8 @@ fn server_violation_also_waits_for_admitted_calls() {
 
 #[test]
 fn server_disconnect_releases_only_its_own_attachment() {
-    let mut one = ready_server(ServerOptions::default());
-    let mut two = ready_server(ServerOptions::default());
+    let mut one = ready_server(any_call());
+    let mut two = ready_server(any_call());
     one.set_attachment(Some(route("att-01"))).unwrap();
     two.set_attachment(Some(route("att-02"))).unwrap();
     one.disconnect();
@@ -897,7 +907,7 @@ fn client_close_between_frames_is_local() {
 
 #[test]
 fn server_disconnect_with_a_partial_frame_pending_reports_the_truncated_frame() {
-    let mut server = ready_server(ServerOptions::default());
+    let mut server = ready_server(any_call());
     server.receive(&request_frame("a", server_target(), Payload::null()));
     let frame = request_frame("b", server_target(), Payload::null());
     server.receive(&frame[..frame.len() / 2]);
@@ -913,7 +923,7 @@ fn server_disconnect_with_a_partial_frame_pending_reports_the_truncated_frame() 
 
 #[test]
 fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     server.receive(&hello_frame(8)[..3]);
     server.disconnect();
     let events = server_events(&mut server);
@@ -927,9 +937,9 @@ fn server_disconnect_with_a_partial_hello_reports_the_truncated_frame() {
 fn server_not_read_by_its_client_closes_at_the_transmit_cap_instead_of_buffering() {
     // A client that keeps sending requests the connection answers by itself, and never reads.
     let other = foreign_target();
-    let reply = server_frame(error_response("r", err("wrong_server", "The target names another server"))).len();
+    let reply = server_frame(error_response("r", err("wrong_server", "Request was addressed to another server"))).len();
     let limit = 10 * reply + reply / 2;
-    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    let mut server = ready_server(any_call().max_pending_transmit(limit));
     for _ in 0..1000 {
         server.receive(&request_frame("r", other.clone(), Payload::null()));
         assert!(server.pending_transmit_len() <= limit, "{} queued", server.pending_transmit_len());
@@ -948,7 +958,7 @@ fn server_application_frames_past_the_cap_close_the_connection() {
     let sub = SubscriptionId::new("sub-1").unwrap();
     let update = payload(json!("u".repeat(100)));
     let frame = update_frame(sub.clone(), update.clone());
-    let mut server = ready_server(ServerOptions::default().max_pending_transmit(2 * frame.len()));
+    let mut server = ready_server(any_call().max_pending_transmit(2 * frame.len()));
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server_events(&mut server);
     server.publish_update(sub.clone(), update.clone()).unwrap();
@@ -969,7 +979,7 @@ fn server_application_frames_past_the_cap_close_the_connection() {
 fn server_respond_past_the_cap_settles_and_closes() {
     let result = payload(json!("r".repeat(100)));
     let limit = success("a", Some(result.clone())).len() * 3 / 2;
-    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    let mut server = ready_server(any_call().max_pending_transmit(limit));
     server.set_attachment(Some(route("att-01"))).unwrap();
     server.poll_transmit();
     let mut bytes = request_frame("a", server_target(), Payload::null());
@@ -995,7 +1005,7 @@ fn server_attachment_past_the_cap_releases_the_new_route() {
     // Found by the connection_pair fuzz target: with nothing in flight, the connection closed
     // at once, released the old route, then kept the new one, which nobody released.
     let limit = server_hello().len() + 10;
-    let mut server = ready_server(ServerOptions::default().max_pending_transmit(limit));
+    let mut server = ready_server(any_call().max_pending_transmit(limit));
     server.set_attachment(Some(route("att-02"))).unwrap();
     assert_eq!(
         server_events(&mut server),
@@ -1010,7 +1020,7 @@ fn server_attachment_past_the_cap_releases_the_new_route() {
 
 #[test]
 fn server_cap_below_its_hello_closes_at_the_handshake() {
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default().max_pending_transmit(10));
+    let mut server = ServerConnection::new(server_id(), any_call().max_pending_transmit(10));
     server.receive(&hello_frame(8));
     assert_eq!(
         server_events(&mut server),
@@ -1096,7 +1106,7 @@ fn client_cap_below_its_hello_starts_closed() {
 #[test]
 fn client_and_server_race_a_route_change_and_the_server_fences() {
     let mut client = ClientConnection::new(ClientOptions::default());
-    let mut server = ServerConnection::new(server_id(), ServerOptions::default());
+    let mut server = ServerConnection::new(server_id(), any_call());
     server.receive(&client.poll_transmit().unwrap());
     server.set_attachment(Some(route("att-01"))).unwrap();
     client.receive(&server.poll_transmit().unwrap());
@@ -1110,7 +1120,7 @@ fn client_and_server_race_a_route_change_and_the_server_fences() {
         events.last(),
         Some(&ClientEvent::Response {
             id,
-            result: Err(err("stale_attachment", "The attachment is no longer current"))
+            result: Err(err("session_not_attached", "Session is not attached to this client"))
         })
     );
     assert_eq!(client.route(), Some(&route("att-02")));
@@ -1211,7 +1221,7 @@ impl Harness {
         let to_server = client.poll_transmit().unwrap();
         Harness {
             client,
-            server: ServerConnection::new(server_id(), ServerOptions::default()),
+            server: ServerConnection::new(server_id(), any_call()),
             to_server: Pipe::default(),
             to_client: Pipe::default(),
             wire_client: ClientMessageDecoder::new(),
@@ -1452,7 +1462,7 @@ fn close_reasons_and_violations_are_errors_with_their_cause_as_source() {
 #[test]
 fn server_respond_that_cannot_be_encoded_keeps_the_cancel_already_reported() {
     let codec = CodecOptions::new().max_frame_length(200).unwrap();
-    let mut server = ready_server(ServerOptions::default().codec(codec));
+    let mut server = ready_server(any_call().codec(codec));
     server.receive(&request_frame("a", server_target(), Payload::null()));
     server.receive(&cancel_frame("a", server_target()));
     assert_eq!(server_events(&mut server).len(), 2, "the request and its cancel");

@@ -15,7 +15,7 @@ use serde_json::json;
 const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 
 fn server() -> ServerConnection {
-    ServerConnection::new(ServerId::new(SERVER).unwrap(), ServerOptions::default())
+    ServerConnection::new(ServerId::new(SERVER).unwrap(), ServerOptions::default().invalid_call(None))
 }
 
 fn hello() -> Vec<u8> {

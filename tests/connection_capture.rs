@@ -56,6 +56,22 @@ fn capture() -> Capture {
     capture
 }
 
+/// The server options the captures were recorded with: this project's first codes for a stale
+/// route and an unsupported version (the defaults are now the reference server's, see
+/// `ServerOptions`), and no service-call shape check (the captured calls include stand-ins).
+fn captured_options() -> ServerOptions {
+    ServerOptions::default()
+        .stale_route(ErrorBody::new(
+            ErrorCode::new("stale_attachment").unwrap(),
+            "The attachment is no longer current".to_owned(),
+        ))
+        .unsupported_version(ErrorBody::new(
+            ErrorCode::new("unsupported_version").unwrap(),
+            "This server speaks protocol version 8".to_owned(),
+        ))
+        .invalid_call(None)
+}
+
 fn kind(message: &Value) -> &str {
     message["type"].as_str().unwrap()
 }
@@ -158,7 +174,7 @@ fn server_connection_reproduces_the_captured_server_stream() {
     assert_eq!(cancelled_later, vec![RequestId::new("req-6").unwrap()]);
 
     for chunk_size in [1, 7, 4096, usize::MAX] {
-        let mut server = ServerConnection::new(server_id.clone(), ServerOptions::default());
+        let mut server = ServerConnection::new(server_id.clone(), captured_options());
         let mut app = ServerApp { lines: &capture.server, cursor: 0, cancelled_later: cancelled_later.clone() };
         let mut events = Vec::new();
         let mut out = Vec::new();
@@ -223,7 +239,7 @@ fn server_connection_reproduces_the_captured_server_stream() {
 fn server_connection_fences_the_stale_call_with_the_captured_error() {
     let capture = capture();
     let stale = capture.server.iter().find(|m| kind(m) == "response" && m["id"] == "req-8").unwrap();
-    let defaults = ServerOptions::default();
+    let defaults = captured_options();
     assert_eq!(result_of(stale), Err(defaults.stale_route.clone()));
     // And the call was on a route other than the one published.
     let published = capture.server.iter().find(|m| kind(m) == "attachment").unwrap();
@@ -329,7 +345,7 @@ fn handshake_rejection_capture_is_reproduced_by_both_ends() {
     let mut client = ClientConnection::new(ClientOptions::default().version(7));
     assert_eq!(client.poll_transmit().unwrap(), client_bin);
     let mut server =
-        ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962").unwrap(), ServerOptions::default());
+        ServerConnection::new(ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962").unwrap(), captured_options());
     server.receive(&client_bin);
     assert_eq!(server.poll_transmit().unwrap(), server_bin);
     assert!(server.is_closed());

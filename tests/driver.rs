@@ -24,7 +24,7 @@ fn server_id() -> ServerId {
 }
 
 fn server_connection() -> ServerConnection {
-    ServerConnection::new(server_id(), ServerOptions::default())
+    ServerConnection::new(server_id(), ServerOptions::default().invalid_call(None))
 }
 
 fn hello() -> Vec<u8> {

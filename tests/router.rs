@@ -1257,7 +1257,7 @@ impl ModelServer {
         ModelServer {
             key,
             index,
-            connection: ServerConnection::new(sid(SERVERS[index]), ServerOptions::default()),
+            connection: ServerConnection::new(sid(SERVERS[index]), ServerOptions::default().invalid_call(None)),
             down: VecDeque::new(),
             up: VecDeque::new(),
             decoder: ServerMessageDecoder::new(),
@@ -1570,7 +1570,7 @@ impl ModelClient {
                             "unknown_server",
                             "server_departed",
                             "cancelled",
-                            "stale_attachment",
+                            "session_not_attached",
                             "subscription_in_use",
                         ];
                         assert!(allowed.contains(&error.code.as_str()), "unexpected error {error:?}");
@@ -1616,7 +1616,7 @@ fn the_property_reaches_every_rule() {
         "response cancelled",
         "response unknown_server",
         "response server_departed",
-        "response stale_attachment",
+        "response session_not_attached",
         "response subscription_in_use",
         "Servi",
         "attachment true",

@@ -397,7 +397,7 @@ async fn session(mut client: Client, rng: &mut Rng) {
                     let target = client.ledger.server_target();
                     client.call(
                         target,
-                        "session",
+                        "demo.slow",
                         "wait",
                         json!([30_000]),
                         Expect::Wait { ms: 30_000, cancelled: false },
@@ -438,29 +438,36 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
             35..45 => {
                 subscriptions += 1;
                 let sub = format!("sub-{token}-{subscriptions}");
-                client.call(server, "$chord.service", "subscribe", json!([sub]), Expect::Subscribe(sub.clone()));
+                let args = json!([sub, "demo.counter", "singleton"]);
+                client.call(server.clone(), "$chord.service", "subscribe", args, Expect::Subscribe(sub.clone()));
+                client.call(server, "demo.counter", "bump", json!([1]), Expect::Bump);
             }
             45..58 => {
                 // Attach: the route must be stable around it, so everything else settles first.
                 client.barrier().await?;
                 let before = client.ledger.routes_seen;
-                let (session, expect) = match rng.range(0, 5) {
-                    0 => ("s-9", Expect::AttachUnknown),
-                    1 | 2 => ("s-1", Expect::Attach { session: "s-1", routes_before: before }),
-                    _ => ("s-2", Expect::Attach { session: "s-2", routes_before: before }),
+                let session = match rng.range(0, 5) {
+                    0 => "nobody",
+                    1 | 2 => "session-1",
+                    _ => "session-2",
                 };
-                client.call(server, "sessions", "attach", json!([session]), expect);
+                let again = client.ledger.route.as_ref().is_some_and(|r| r.session_id.as_str() == session);
+                let expect = match session {
+                    "nobody" => Expect::AttachUnknown,
+                    _ => Expect::Attach { session, routes_before: before, again },
+                };
+                client.call(server, "pi.session-management", "attach", json!([session]), expect);
                 client.barrier().await?;
             }
             58..63 => {
                 client.barrier().await?;
-                client.call(server, "sessions", "detach", json!([]), Expect::Detach);
+                client.call(server, "pi.session-management", "detach", json!([]), Expect::Detach);
                 client.barrier().await?;
             }
             63..75 => {
                 if let Some(route) = client.ledger.route.clone() {
                     let args = json!([token, step, "session"]);
-                    client.call(RpcTarget::Session(route), "session", "echo", args.clone(), Expect::Echo(args));
+                    client.call(RpcTarget::Session(route), "demo.echo", "echo", args, Expect::SessionOk);
                 }
             }
             75..80 => {
@@ -473,7 +480,7 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
             80..88 => {
                 let seq = client.call(
                     server,
-                    "session",
+                    "demo.slow",
                     "wait",
                     json!([30_000]),
                     Expect::Wait { ms: 30_000, cancelled: false },
@@ -486,7 +493,7 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
             }
             88..95 => {
                 let ms = rng.range(1, 40);
-                client.call(server, "session", "wait", json!([ms]), Expect::Wait { ms, cancelled: false });
+                client.call(server, "demo.slow", "wait", json!([ms]), Expect::Wait { ms, cancelled: false });
             }
             _ => {
                 let other = RpcTarget::Server(ServerTarget::new(ServerId::new(OTHER_SERVER_ID).unwrap()));

@@ -24,6 +24,16 @@ impl Inbox {
         Inbox { frames, limits: options.limits() }
     }
 
+    /// Whether a frame (or its header) is partly received.
+    pub(crate) fn has_partial(&self) -> bool {
+        self.frames.has_partial()
+    }
+
+    /// The bytes of memory held for a partly received frame.
+    pub(crate) fn buffered_capacity(&self) -> usize {
+        self.frames.buffered_capacity()
+    }
+
     /// The end of the stream: `Frame`/`TruncatedFrame` when it stops inside a frame.
     pub(crate) fn end(&mut self) -> Result<(), ProtocolError> {
         self.frames.end()

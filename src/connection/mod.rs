@@ -14,7 +14,11 @@
 //!   else until the server's `hello` names the logical `serverId` (the one it expects, when
 //!   [`ClientOptions::expected_server_id`] is set). The server answers a
 //!   supported version with `hello`, any other with `hello_error`, and closes on any other
-//!   first frame.
+//!   first frame. The server waits for the `hello` at most
+//!   [`ServerOptions::handshake_timeout`] (the machine keeps no clock:
+//!   [`ServerConnection::poll_timeout`], [`ServerConnection::handle_timeout`]), reads a first
+//!   frame of at most [`ServerOptions::max_hello_frame_length`], and answers every violation
+//!   with `hello_error` before closing, as the reference server does.
 //! - **Correlation.** Request ids are assigned by the client connection and never reused; each
 //!   `response` settles exactly one pending request; a response for an unknown or settled id is
 //!   a protocol violation.
@@ -23,9 +27,10 @@
 //!   which still responds.
 //! - **Routes.** Session calls go through the route the server last published with an
 //!   `attachment` message; server calls carry the handshake's `serverId`.
-//! - **Fencing.** The server answers a request for another server, for a route that is not the
-//!   current attachment, or reusing an id still in flight with an error response of its own,
-//!   before the application sees it ([`ServerOptions`] holds the codes).
+//! - **Fencing.** The server answers a request reusing an id still in flight, whose call is not
+//!   a service call `{serviceId, member, args, instance?}`, for another server, or for a route
+//!   that is not the current attachment with an error response of its own, before the
+//!   application sees it ([`ServerOptions`] holds the codes, the reference server's by default).
 //! - **Release.** A server connection reports the route to release only once every admitted
 //!   call has settled ([`ServerEvent::Closed`]).
 //! - **Message types added later.** After the handshake, a message of a type the schema gained
@@ -79,6 +84,7 @@ mod inbox;
 pub(crate) mod options;
 pub mod router;
 mod server;
+mod service_call;
 
 use std::fmt;
 
@@ -91,7 +97,10 @@ pub use router::{
     CallEffect, CallInspector, ClientKey, Refusal, Router, RouterEvent, RouterOptions, Transmit, UpstreamKey,
     DEFAULT_MAX_SUBSCRIPTIONS,
 };
-pub use server::{FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_MAX_IN_FLIGHT};
+pub use server::{
+    FenceReason, ServerConnection, ServerEvent, ServerOptions, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_HELLO_FRAME_LENGTH, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_ID_BYTES,
+};
 
 /// The default of [`ClientOptions::max_pending_transmit`] and
 /// [`ServerOptions::max_pending_transmit`]: 64 MiB, four frames of the default frame limit.
@@ -146,6 +155,13 @@ pub enum CloseReason {
     /// A deadline passed (the handshake did not complete in time, a peer stopped reading, ...):
     /// see [`Deadline`].
     Timeout(Deadline),
+    /// Server side: the connection held more bytes than its byte budget allows (`limit`, in
+    /// bytes: a per-connection or process-wide budget a driver enforces,
+    /// [`ServerConnection::exceeded_budget`]); what was queued for it was dropped.
+    BudgetExceeded {
+        /// The budget, in bytes.
+        limit: usize,
+    },
 }
 
 impl CloseReason {
@@ -206,6 +222,7 @@ impl fmt::Display for CloseReason {
                 write!(f, "more than {limit} bytes would be waiting for the transport")
             }
             CloseReason::Timeout(deadline) => write!(f, "timeout: {deadline}"),
+            CloseReason::BudgetExceeded { limit } => write!(f, "held more than its byte budget of {limit} bytes"),
         }
     }
 }
@@ -463,6 +480,17 @@ impl Outbox {
     /// How many bytes are queued and not written yet.
     pub(crate) fn len(&self) -> usize {
         self.bytes.len() - self.written
+    }
+
+    /// The bytes of memory the queue holds (its buffer's capacity).
+    pub(crate) fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
+    /// Drops every queued byte and the buffer.
+    pub(crate) fn clear(&mut self) {
+        self.bytes = Vec::new();
+        self.written = 0;
     }
 }
 

@@ -2,49 +2,114 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::inbox::{self, Inbox, Receiver};
 use super::options::{default_error, option_setters};
-use super::{CloseReason, ConnectionError, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
+use super::service_call::is_service_call;
+use super::{CloseReason, ConnectionError, Deadline, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
-    is_supported_protocol_version, Attachment, ClientMessage, CodecOptions, ErrorBody, ErrorResponse, Payload,
-    ProtocolError, Request, RequestId, Response, RpcTarget, ServerHello, ServerHelloError, ServerId, ServerMessage,
-    ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
+    is_supported_protocol_version, Attachment, ClientMessage, CodecOptions, ErrorBody, ErrorCode, ErrorKind,
+    ErrorResponse, Payload, ProtocolError, Request, RequestId, Response, RpcTarget, Rule, ServerHello,
+    ServerHelloError, ServerId, ServerMessage, ServiceUpdate, SessionTarget, SubscriptionId, PROTOCOL_VERSION,
 };
 
 /// The default of [`ServerOptions::max_in_flight`]: admitted requests one connection may have
 /// unanswered at once.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
 
+/// The default of [`ServerOptions::handshake_timeout`]: 5 s, as the reference server.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The default of [`ServerOptions::max_hello_frame_length`]: 1 KiB (a `hello` frame is about
+/// 25 bytes).
+pub const DEFAULT_MAX_HELLO_FRAME_LENGTH: u32 = 1024;
+
+/// The default of [`ServerOptions::max_in_flight_id_bytes`]: 1 MiB of request ids held for the
+/// admitted requests of one connection.
+pub const DEFAULT_MAX_IN_FLIGHT_ID_BYTES: usize = 1024 * 1024;
+
+/// The placeholder of [`ServerOptions::unsupported_version`]'s message replaced by the offered
+/// version.
+const VERSION_PLACEHOLDER: &str = "{version}";
+
 /// How a [`ServerConnection`] behaves, and the errors it answers with on its own.
 ///
 /// Error codes are opaque strings to the protocol (docs/PROTOCOL.md section 4), so every error the
-/// connection sends by itself is configurable here. The defaults, with their codes:
+/// connection sends by itself is configurable here. The defaults are the reference server's
+/// (`@earendil-works/pi-server` 0.85.1), with their codes:
 ///
-/// | field | code | sent when |
-/// |---|---|---|
-/// | `unsupported_version` | `unsupported_version` | the client's `hello` offers a version other than 8 (as `hello_error`) |
-/// | `wrong_server` | `wrong_server` | a request's `serverId` is not this server's |
-/// | `stale_route` | `stale_attachment` | a session target is not the current attachment route |
-/// | `duplicate_id` | `duplicate_request` | a request reuses the id of a request still in flight |
-/// | `too_many_requests` | `too_many_requests` | [`max_in_flight`](Self::max_in_flight) requests are already in flight |
+/// | field | code | message | sent when |
+/// |---|---|---|---|
+/// | `handshake_timeout_error` | `invalid_request` | Handshake timeout | no `hello` within [`handshake_timeout`](Self::handshake_timeout) (as `hello_error`) |
+/// | `expected_hello` | `invalid_request` | The first client message must be hello | another message first (as `hello_error`) |
+/// | `unexpected_hello` | `invalid_request` | hello may only be sent as the first message | a second `hello` (as `hello_error`) |
+/// | `malformed_frame_code` | `invalid_request` | Invalid client protocol frame: (what is wrong) | a frame that is not strict CBOR (as `hello_error`) |
+/// | `malformed_message` | `invalid_request` | Invalid client protocol message | CBOR that is no client message (as `hello_error`) |
+/// | `unsupported_version` | `version` | Unsupported protocol version 7; expected 8 | a `hello` offering another version (as `hello_error`) |
+/// | `duplicate_id` | `invalid_request` | Request ID is already active | a request reuses the id of one still in flight |
+/// | `invalid_call` | `invalid_request` | Invalid service call | the call is not `{serviceId, member, args, instance?}` |
+/// | `wrong_server` | `wrong_server` | Request was addressed to another server | a request's `serverId` is not this server's |
+/// | `stale_route` | `session_not_attached` | Session is not attached to this client | a session target is not the current attachment route |
+/// | `too_many_requests` | `too_many_requests` | Too many requests in flight | [`max_in_flight`](Self::max_in_flight) requests (or [`max_in_flight_id_bytes`](Self::max_in_flight_id_bytes) of ids) are already in flight |
+///
+/// The bounds, with their defaults: [`handshake_timeout`](Self::handshake_timeout) 5 s,
+/// [`max_hello_frame_length`](Self::max_hello_frame_length) 1 KiB,
+/// [`max_in_flight`](Self::max_in_flight) 4,096, [`max_in_flight_id_bytes`](Self::max_in_flight_id_bytes)
+/// 1 MiB, [`max_pending_transmit`](Self::max_pending_transmit) 64 MiB.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerOptions {
     /// Frame and CBOR limits for both directions (default: [`CodecOptions::default`]).
     pub codec: CodecOptions,
-    /// The `hello_error` for an unsupported version (default code `unsupported_version`,
-    /// message "This server speaks protocol version 8").
+    /// The `hello_error` for an unsupported version (default code `version`, message
+    /// "Unsupported protocol version {version}; expected 8"): every `{version}` in the message is
+    /// replaced by the version the client offered.
     pub unsupported_version: ErrorBody,
-    /// The error response for a target naming another server (default code `wrong_server`).
+    /// How long the client may take to send its `hello`, from the connection's start
+    /// ([`ServerConnection::new_at`]); `None`: forever. Default [`DEFAULT_HANDSHAKE_TIMEOUT`], 5 s.
+    pub handshake_timeout: Option<Duration>,
+    /// The `hello_error` sent when the handshake deadline passes (default code
+    /// `invalid_request`, message "Handshake timeout").
+    pub handshake_timeout_error: ErrorBody,
+    /// The largest first frame (the `hello`) accepted, in payload bytes, far below the frame
+    /// limit of [`codec`](Self::codec): a header announcing more is refused as soon as its 4 bytes
+    /// arrive (default [`DEFAULT_MAX_HELLO_FRAME_LENGTH`], 1 KiB).
+    pub max_hello_frame_length: u32,
+    /// Whether a protocol violation is answered with a `hello_error` before closing, as the
+    /// reference server does (default `true`): [`expected_hello`](Self::expected_hello),
+    /// [`unexpected_hello`](Self::unexpected_hello), or for a frame that does not decode
+    /// [`malformed_frame_code`](Self::malformed_frame_code) with the decoder's error as message.
+    pub hello_error_on_violation: bool,
+    /// The `hello_error` for a first message other than `hello` (default code
+    /// `invalid_request`, message "The first client message must be hello").
+    pub expected_hello: ErrorBody,
+    /// The `hello_error` for a second `hello` (default code `invalid_request`, message "hello
+    /// may only be sent as the first message").
+    pub unexpected_hello: ErrorBody,
+    /// The `hello_error` code for a frame that is not a well-formed frame of strict CBOR
+    /// (default `invalid_request`); its message is "Invalid client protocol frame: " and what
+    /// is wrong, as the reference words it ("Frame length 16777217 exceeds configured limit of
+    /// 16777216") or in this decoder's words.
+    pub malformed_frame_code: ErrorCode,
+    /// The `hello_error` for well-formed CBOR that is no client message of the schema (default
+    /// code `invalid_request`, message "Invalid client protocol message").
+    pub malformed_message: ErrorBody,
+    /// The error response for a call that is not a service call `{serviceId, member, args,
+    /// instance?}` (default code `invalid_request`, message "Invalid service call"); `None`
+    /// admits any call.
+    pub invalid_call: Option<ErrorBody>,
+    /// The error response for a target naming another server (default code `wrong_server`,
+    /// message "Request was addressed to another server").
     pub wrong_server: ErrorBody,
     /// The error response for a session target that is not the current route, including any
-    /// session target while no route is published (default code `stale_attachment`, message
-    /// "The attachment is no longer current").
+    /// session target while no route is published (default code `session_not_attached`,
+    /// message "Session is not attached to this client").
     pub stale_route: ErrorBody,
-    /// The error response for an id already in flight (default code `duplicate_request`).
+    /// The error response for an id already in flight (default code `invalid_request`, message
+    /// "Request ID is already active"); the first request with that id is still answered.
     pub duplicate_id: ErrorBody,
     /// The error response once `max_in_flight` requests are in flight (default code
     /// `too_many_requests`).
@@ -52,6 +117,11 @@ pub struct ServerOptions {
     /// How many admitted requests may be in flight at once (default
     /// [`DEFAULT_MAX_IN_FLIGHT`]); bounds the memory a client can make the connection hold.
     pub max_in_flight: usize,
+    /// How many bytes of request ids the admitted requests in flight may hold together (default
+    /// [`DEFAULT_MAX_IN_FLIGHT_ID_BYTES`], 1 MiB): a request whose id would pass it is answered
+    /// with [`too_many_requests`](Self::too_many_requests), so long ids on held calls cost at
+    /// most this much per connection.
+    pub max_in_flight_id_bytes: usize,
     /// The most bytes the connection keeps queued for the transport (default
     /// [`DEFAULT_MAX_PENDING_TRANSMIT`], 64 MiB): [`ServerConnection::pending_transmit_len`]
     /// never exceeds it, so a client that keeps sending but stops reading (fencing errors are
@@ -65,8 +135,27 @@ option_setters! {
     ServerOptions {
         /// Sets [`codec`](Self::codec): the frame and CBOR limits of both directions.
         codec: CodecOptions;
-        /// Sets [`unsupported_version`](Self::unsupported_version).
+        /// Sets [`unsupported_version`](Self::unsupported_version) (`{version}` in its message
+        /// names the offered version).
         unsupported_version: ErrorBody;
+        /// Sets [`handshake_timeout`](Self::handshake_timeout).
+        handshake_timeout: Option<Duration>;
+        /// Sets [`handshake_timeout_error`](Self::handshake_timeout_error).
+        handshake_timeout_error: ErrorBody;
+        /// Sets [`max_hello_frame_length`](Self::max_hello_frame_length), in bytes.
+        max_hello_frame_length: u32;
+        /// Sets [`hello_error_on_violation`](Self::hello_error_on_violation).
+        hello_error_on_violation: bool;
+        /// Sets [`expected_hello`](Self::expected_hello).
+        expected_hello: ErrorBody;
+        /// Sets [`unexpected_hello`](Self::unexpected_hello).
+        unexpected_hello: ErrorBody;
+        /// Sets [`malformed_frame_code`](Self::malformed_frame_code).
+        malformed_frame_code: ErrorCode;
+        /// Sets [`malformed_message`](Self::malformed_message).
+        malformed_message: ErrorBody;
+        /// Sets [`invalid_call`](Self::invalid_call).
+        invalid_call: Option<ErrorBody>;
         /// Sets [`wrong_server`](Self::wrong_server).
         wrong_server: ErrorBody;
         /// Sets [`stale_route`](Self::stale_route).
@@ -77,6 +166,8 @@ option_setters! {
         too_many_requests: ErrorBody;
         /// Sets [`max_in_flight`](Self::max_in_flight).
         max_in_flight: usize;
+        /// Sets [`max_in_flight_id_bytes`](Self::max_in_flight_id_bytes), in bytes.
+        max_in_flight_id_bytes: usize;
         /// Sets [`max_pending_transmit`](Self::max_pending_transmit), in bytes.
         ///
         /// When a frame would take the queued bytes past it, the frame is not queued and the
@@ -107,14 +198,24 @@ impl Default for ServerOptions {
         ServerOptions {
             codec: CodecOptions::default(),
             unsupported_version: default_error(
-                "unsupported_version",
-                &format!("This server speaks protocol version {PROTOCOL_VERSION}"),
+                "version",
+                &format!("Unsupported protocol version {VERSION_PLACEHOLDER}; expected {PROTOCOL_VERSION}"),
             ),
-            wrong_server: default_error("wrong_server", "The target names another server"),
-            stale_route: default_error("stale_attachment", "The attachment is no longer current"),
-            duplicate_id: default_error("duplicate_request", "A request with this id is already in flight"),
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+            handshake_timeout_error: default_error("invalid_request", "Handshake timeout"),
+            max_hello_frame_length: DEFAULT_MAX_HELLO_FRAME_LENGTH,
+            hello_error_on_violation: true,
+            expected_hello: default_error("invalid_request", "The first client message must be hello"),
+            unexpected_hello: default_error("invalid_request", "hello may only be sent as the first message"),
+            malformed_frame_code: ErrorCode::new("invalid_request").expect("a non-empty code"),
+            malformed_message: default_error("invalid_request", "Invalid client protocol message"),
+            invalid_call: Some(default_error("invalid_request", "Invalid service call")),
+            wrong_server: default_error("wrong_server", "Request was addressed to another server"),
+            stale_route: default_error("session_not_attached", "Session is not attached to this client"),
+            duplicate_id: default_error("invalid_request", "Request ID is already active"),
             too_many_requests: default_error("too_many_requests", "Too many requests in flight"),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_in_flight_id_bytes: DEFAULT_MAX_IN_FLIGHT_ID_BYTES,
             max_pending_transmit: DEFAULT_MAX_PENDING_TRANSMIT,
         }
     }
@@ -130,11 +231,15 @@ pub enum FenceReason {
     /// first request with that id; a correct client (such as [`ClientConnection`](super::ClientConnection),
     /// whose ids are never reused) never triggers it.
     DuplicateId,
+    /// The call is not a service call `{serviceId, member, args, instance?}`
+    /// ([`ServerOptions::invalid_call`]).
+    InvalidCall,
     /// The target's `serverId` is another server's ([`ServerOptions::wrong_server`]).
     WrongServer,
     /// The session target is not the current attachment route ([`ServerOptions::stale_route`]).
     StaleRoute,
-    /// Too many requests are in flight ([`ServerOptions::too_many_requests`]).
+    /// Too many requests, or too many bytes of request ids, are in flight
+    /// ([`ServerOptions::too_many_requests`]).
     TooManyRequests,
 }
 
@@ -201,10 +306,16 @@ enum State {
 /// [`publish_update`](Self::publish_update), then drain [`poll_event`](Self::poll_event) and
 /// [`poll_transmit`](Self::poll_transmit).
 ///
-/// Rules (see the [module docs](super)): the first frame must be `hello`; requests are fenced
-/// (duplicate id, wrong server, stale route, too many in flight, checked in that order) before
-/// the application sees them; each admitted request is answered once; closing reports the route
-/// to release only after every admitted request settled.
+/// Rules (see the [module docs](super)): the first frame must be `hello`, within the handshake
+/// deadline and the pre-hello frame limit; a violation is answered with `hello_error` before
+/// closing; requests are fenced (duplicate id, invalid service call, wrong server, stale route,
+/// too many in flight, checked in that order) before the application sees them; each admitted
+/// request is answered once; closing reports the route to release only after every admitted
+/// request settled.
+///
+/// The connection has no clock: it is told when it starts ([`new_at`](Self::new_at)), says when
+/// it next needs to be woken ([`poll_timeout`](Self::poll_timeout)), and is told when that time
+/// has come ([`handle_timeout`](Self::handle_timeout)).
 ///
 /// ```
 /// use pi_protocol::connection::{ServerConnection, ServerEvent, ServerOptions};
@@ -227,13 +338,30 @@ pub struct ServerConnection {
     in_flight: HashMap<RequestId, InFlight>,
     events: VecDeque<ServerEvent>,
     outgoing: Outbox,
+    /// When the handshake must be done by (`None`: no deadline).
+    handshake_deadline: Option<Instant>,
+    /// The first 4 bytes of the stream (the `hello` frame's header) while they arrive, checked
+    /// against the pre-hello frame limit.
+    hello_header: [u8; 4],
+    hello_header_len: u8,
+    /// The bytes of the ids of the admitted requests in flight.
+    in_flight_id_bytes: usize,
 }
 
 impl ServerConnection {
-    /// A connection for the logical server `server_id`, waiting for the client's `hello`.
+    /// A connection for the logical server `server_id`, waiting for the client's `hello`; its
+    /// handshake deadline counts from now ([`Instant::now`]). A driver on a virtual clock (tokio's
+    /// paused time) uses [`new_at`](Self::new_at) instead.
     pub fn new(server_id: ServerId, options: ServerOptions) -> Self {
+        Self::new_at(server_id, options, Instant::now())
+    }
+
+    /// A connection that started at `now`: its handshake deadline is `now +`
+    /// [`ServerOptions::handshake_timeout`].
+    pub fn new_at(server_id: ServerId, options: ServerOptions, now: Instant) -> Self {
         let inbox = Inbox::new(&options.codec);
         let outgoing = Outbox::new(options.max_pending_transmit);
+        let handshake_deadline = options.handshake_timeout.and_then(|timeout| now.checked_add(timeout));
         ServerConnection {
             server_id,
             options,
@@ -243,7 +371,63 @@ impl ServerConnection {
             in_flight: HashMap::new(),
             events: VecDeque::new(),
             outgoing,
+            handshake_deadline,
+            hello_header: [0; 4],
+            hello_header_len: 0,
+            in_flight_id_bytes: 0,
         }
+    }
+
+    /// When the connection next needs [`handle_timeout`](Self::handle_timeout): the handshake
+    /// deadline while no `hello` has arrived, else `None`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::AwaitingHello => self.handshake_deadline,
+            _ => None,
+        }
+    }
+
+    /// Tells the connection the time is `now`: once the handshake deadline has passed without a
+    /// `hello`, it queues a `hello_error` ([`ServerOptions::handshake_timeout_error`]) and begins
+    /// closing with [`CloseReason::Timeout`]`(`[`Deadline::Handshake`]`)`. Earlier, and in any
+    /// other state, nothing happens.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state == State::AwaitingHello && self.handshake_deadline.is_some_and(|deadline| now >= deadline) {
+            let error = self.options.handshake_timeout_error.clone();
+            self.refuse(error, CloseReason::Timeout(Deadline::Handshake));
+        }
+    }
+
+    /// A deadline the driver keeps passed (the rest of a frame, idle, write: docs/PROTOCOL.md
+    /// section 8, "Deadlines and budgets"): the connection begins closing with
+    /// [`CloseReason::Timeout`]. For [`Deadline::Write`] (the peer does not read), what is
+    /// queued for the transport is dropped.
+    pub fn timed_out(&mut self, deadline: Deadline) {
+        if deadline == Deadline::Write {
+            self.outgoing.clear();
+        }
+        self.begin_close(CloseReason::Timeout(deadline));
+    }
+
+    /// The connection holds more than the byte budget `limit` a driver enforces: what is queued
+    /// for the transport is dropped and the connection begins closing with
+    /// [`CloseReason::BudgetExceeded`].
+    pub fn exceeded_budget(&mut self, limit: usize) {
+        self.outgoing.clear();
+        self.begin_close(CloseReason::BudgetExceeded { limit });
+    }
+
+    /// The bytes of memory the connection holds for its peer: the transmit queue's buffer, a
+    /// partly received frame, and the ids of the requests in flight. What a driver charges to a
+    /// byte budget.
+    pub fn held_bytes(&self) -> usize {
+        self.outgoing.capacity() + self.inbox.buffered_capacity() + self.in_flight_id_bytes
+    }
+
+    /// Whether a frame (or its header) is partly received: a driver's deadline for the rest of
+    /// a frame runs while this is true.
+    pub fn receiving_frame(&self) -> bool {
+        self.reading() && self.inbox.has_partial()
     }
 
     /// Feeds bytes read from the transport (any split of the stream) and processes every
@@ -253,7 +437,9 @@ impl ServerConnection {
     /// [`poll_transmit`](Self::poll_transmit). Bytes after the connection began closing are
     /// ignored.
     pub fn receive(&mut self, bytes: &[u8]) {
-        inbox::receive(self, bytes);
+        if self.check_hello_header(bytes) {
+            inbox::receive(self, bytes);
+        }
     }
 
     /// [`receive`](Self::receive) for a chunk held in a [`Bytes`]: the opaque payloads of the
@@ -261,7 +447,39 @@ impl ServerConnection {
     /// copies, as with [`SharedClientMessageDecoder`](crate::SharedClientMessageDecoder). The
     /// same messages, events and errors as `receive`; the two may be mixed on one stream.
     pub fn receive_shared(&mut self, chunk: &Bytes) {
-        inbox::receive_shared(self, chunk);
+        if self.check_hello_header(chunk) {
+            inbox::receive_shared(self, chunk);
+        }
+    }
+
+    /// The pre-hello frame limit: while the first frame's header is arriving, gathers its 4
+    /// bytes and refuses a header announcing more than [`ServerOptions::max_hello_frame_length`].
+    /// Only the first frame is ever read before the handshake (the connection answers `hello`
+    /// as soon as it is decoded), so only the first 4 bytes of the stream are looked at.
+    /// `false` when the connection refused it.
+    fn check_hello_header(&mut self, bytes: &[u8]) -> bool {
+        if self.hello_header_len >= 4 || self.state != State::AwaitingHello {
+            return true;
+        }
+        let have = usize::from(self.hello_header_len);
+        let take = bytes.len().min(4 - have);
+        self.hello_header[have..have + take].copy_from_slice(&bytes[..take]);
+        self.hello_header_len += take as u8;
+        if self.hello_header_len < 4 {
+            return true;
+        }
+        let length = u32::from_be_bytes(self.hello_header);
+        let limit = self.options.max_hello_frame_length;
+        if length <= limit {
+            return true;
+        }
+        let error = ProtocolError::new(
+            ErrorKind::Frame,
+            Rule::FrameTooLong { length: u64::from(length), limit: u64::from(limit) },
+        )
+        .with_offset(0);
+        self.violation(Violation::Decode(error));
+        false
     }
 
     pub(crate) fn reading(&self) -> bool {
@@ -281,7 +499,7 @@ impl ServerConnection {
                         }
                     }
                 }
-                ClientMessage::Hello(_) => self.begin_close(CloseReason::Violation(Violation::UnexpectedHello)),
+                ClientMessage::Hello(_) => self.violation(Violation::UnexpectedHello),
                 // A message type added to the schema after these rules were written: it decoded,
                 // so it is valid protocol, but the connection knows no rule for it. It goes to the
                 // application untouched rather than closing the connection on a valid frame.
@@ -290,7 +508,7 @@ impl ServerConnection {
             },
             State::AwaitingHello => match message {
                 ClientMessage::Hello(hello) => self.answer_hello(hello.version.get()),
-                _ => self.begin_close(CloseReason::Violation(Violation::ExpectedHello)),
+                _ => self.violation(Violation::ExpectedHello),
             },
             State::Closing | State::Closed => {}
         }
@@ -308,22 +526,69 @@ impl ServerConnection {
                 Err(error) => self.begin_close(error.into_close_reason()),
             }
         } else {
-            let reply = ServerMessage::from(ServerHelloError::new(self.options.unsupported_version.clone()));
-            match self.queue(&reply) {
-                Ok(()) => self.begin_close(CloseReason::UnsupportedVersion(version)),
-                Err(error) => self.begin_close(error.into_close_reason()),
+            let template = &self.options.unsupported_version;
+            let error = if template.message.contains(VERSION_PLACEHOLDER) {
+                ErrorBody::new(
+                    template.code.clone(),
+                    template.message.replace(VERSION_PLACEHOLDER, &version.to_string()),
+                )
+            } else {
+                template.clone()
+            };
+            self.refuse(error, CloseReason::UnsupportedVersion(version));
+        }
+    }
+
+    /// The peer broke a rule: a `hello_error` saying so (unless
+    /// [`ServerOptions::hello_error_on_violation`] is off), then closing.
+    fn violation(&mut self, violation: Violation) {
+        if !self.options.hello_error_on_violation {
+            return self.begin_close(CloseReason::Violation(violation));
+        }
+        let error = match &violation {
+            Violation::ExpectedHello => self.options.expected_hello.clone(),
+            Violation::UnexpectedHello => self.options.unexpected_hello.clone(),
+            Violation::Decode(error) if error.kind() == ErrorKind::Schema => self.options.malformed_message.clone(),
+            Violation::Decode(error) => {
+                let detail = match error.rule() {
+                    Rule::FrameTooLong { length, limit } => {
+                        format!("Frame length {length} exceeds configured limit of {limit}")
+                    }
+                    rule => rule.to_string(),
+                };
+                let message = format!("Invalid client protocol frame: {detail}");
+                ErrorBody::new(self.options.malformed_frame_code.clone(), message)
             }
+            other => ErrorBody::new(self.options.malformed_frame_code.clone(), other.to_string()),
+        };
+        self.refuse(error, CloseReason::Violation(violation));
+    }
+
+    /// Queues `hello_error` with `error` and begins closing with `reason` (with the queue's
+    /// error instead, when the frame cannot be queued).
+    fn refuse(&mut self, error: ErrorBody, reason: CloseReason) {
+        if !self.reading() {
+            return;
+        }
+        let reply = ServerMessage::from(ServerHelloError::new(error));
+        match self.queue(&reply) {
+            Ok(()) => self.begin_close(reason),
+            Err(error) => self.begin_close(error.into_close_reason()),
         }
     }
 
     /// Fences `request` or admits it (docs/PROTOCOL.md section 8, fencing; checks in the documented order).
     fn admit(&mut self, request: Request) {
         // One lookup of the id serves the duplicate check and the insertion.
-        let full = self.in_flight.len() >= self.options.max_in_flight;
+        let id_len = request.id.as_str().len();
+        let full = self.in_flight.len() >= self.options.max_in_flight
+            || self.in_flight_id_bytes + id_len > self.options.max_in_flight_id_bytes;
+        let check_call = self.options.invalid_call.is_some();
         let fence = match self.in_flight.entry(request.id.clone()) {
             Entry::Occupied(_) => Some(FenceReason::DuplicateId),
             Entry::Vacant(slot) => {
                 let fence = match &request.target {
+                    _ if check_call && !is_service_call(&request.call) => Some(FenceReason::InvalidCall),
                     RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                     RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                     RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => {
@@ -336,6 +601,7 @@ impl ServerConnection {
                 };
                 if fence.is_none() {
                     slot.insert(InFlight { target: request.target.clone(), cancelled: false });
+                    self.in_flight_id_bytes += id_len;
                 }
                 fence
             }
@@ -346,6 +612,7 @@ impl ServerConnection {
         };
         let error = match reason {
             FenceReason::DuplicateId => &self.options.duplicate_id,
+            FenceReason::InvalidCall => self.options.invalid_call.as_ref().expect("checked only when set"),
             FenceReason::WrongServer => &self.options.wrong_server,
             FenceReason::StaleRoute => &self.options.stale_route,
             FenceReason::TooManyRequests => &self.options.too_many_requests,
@@ -390,6 +657,7 @@ impl ServerConnection {
                 return Err(error);
             }
         }
+        self.in_flight_id_bytes -= id.as_str().len();
         self.finish_if_settled();
         Ok(())
     }
@@ -626,7 +894,7 @@ impl Receiver for ServerConnection {
     fn receive_message(&mut self, message: Result<ClientMessage, ProtocolError>) {
         match message {
             Ok(message) => self.handle(message),
-            Err(error) => self.begin_close(CloseReason::Violation(Violation::Decode(error))),
+            Err(error) => self.violation(Violation::Decode(error)),
         }
     }
 }

@@ -65,8 +65,13 @@ impl Pair {
             2 => 1,
             _ => 3,
         };
-        let server =
-            ServerOptions::default().codec(codec).max_in_flight(max_in_flight).max_pending_transmit(transmit_limit(u)?);
+        // The pair's calls are arbitrary payloads, not service calls: the shape check is off here
+        // (tests/server_rules.rs covers it).
+        let server = ServerOptions::default()
+            .codec(codec)
+            .max_in_flight(max_in_flight)
+            .max_pending_transmit(transmit_limit(u)?)
+            .invalid_call(None);
         Ok(Pair {
             client: ClientProbe::new(client),
             server: ServerProbe::new(messages::this_server(), server),

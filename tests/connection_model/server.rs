@@ -135,10 +135,15 @@ impl ServerProbe {
                 assert!(from_peer && self.state == State::Open, "a fence out of place");
                 assert_eq!(reason == FenceReason::DuplicateId, self.position(&id).is_some(), "{reason:?} of {id:?}");
                 if reason == FenceReason::TooManyRequests {
-                    assert!(self.in_flight.len() >= self.options.max_in_flight);
+                    let id_bytes: usize = self.in_flight.iter().map(|(id, _)| id.as_str().len()).sum();
+                    assert!(
+                        self.in_flight.len() >= self.options.max_in_flight
+                            || id_bytes + id.as_str().len() > self.options.max_in_flight_id_bytes
+                    );
                 }
                 let body = match reason {
                     FenceReason::DuplicateId => &self.options.duplicate_id,
+                    FenceReason::InvalidCall => self.options.invalid_call.as_ref().expect("the check is on"),
                     FenceReason::WrongServer => &self.options.wrong_server,
                     FenceReason::StaleRoute => &self.options.stale_route,
                     FenceReason::TooManyRequests => &self.options.too_many_requests,
@@ -176,11 +181,33 @@ impl ServerProbe {
         match reason {
             CloseReason::UnsupportedVersion(version) => {
                 assert!(handshake && !is_supported_protocol_version(*version));
-                self.push_expected(messages::hello_error(self.options.unsupported_version.clone()));
+                let template = &self.options.unsupported_version;
+                let message = template.message.replace("{version}", &version.to_string());
+                self.push_expected(messages::hello_error(ErrorBody::new(template.code.clone(), message)));
             }
-            CloseReason::Violation(Violation::ExpectedHello) => assert!(handshake),
-            CloseReason::Violation(Violation::UnexpectedHello) => assert!(!handshake),
-            CloseReason::Violation(Violation::Decode(_)) => {}
+            // Every violation is answered with a hello_error saying why (the reference server's rule).
+            CloseReason::Violation(Violation::ExpectedHello) => {
+                assert!(handshake);
+                self.push_expected(messages::hello_error(self.options.expected_hello.clone()));
+            }
+            CloseReason::Violation(Violation::UnexpectedHello) => {
+                assert!(!handshake);
+                self.push_expected(messages::hello_error(self.options.unexpected_hello.clone()));
+            }
+            CloseReason::Violation(Violation::Decode(error)) => {
+                let body = if error.kind() == pi_protocol::ErrorKind::Schema {
+                    self.options.malformed_message.clone()
+                } else {
+                    let detail = match error.rule() {
+                        pi_protocol::Rule::FrameTooLong { length, limit } => {
+                            format!("Frame length {length} exceeds configured limit of {limit}")
+                        }
+                        rule => rule.to_string(),
+                    };
+                    ErrorBody::new(self.options.malformed_frame_code.clone(), format!("Invalid client protocol frame: {detail}"))
+                };
+                self.push_expected(messages::hello_error(body));
+            }
             // A frame of its own (hello, hello_error, a fencing error) did not fit.
             CloseReason::Encode(_) => {}
             CloseReason::TransmitQueueFull { limit } => assert_eq!(*limit, self.options.max_pending_transmit),

@@ -29,7 +29,7 @@ const byEvent = (event, conn) => rustServer.filter((e) => e.event === event && e
 assert.equal(byEvent("closing", 1)[0]?.offeredVersion, 7, "the Rust server saw hello version 7");
 assert.equal(byEvent("ready", 2).length, 1, "the Rust server saw hello version 8");
 const admitted = byEvent("request", 2).map((e) => e.message);
-assert.deepEqual(admitted.map((m) => m.id), ["c-1", "c-2", "c-3", "c-4", "c-5", "c-7", "c-9"]);
+assert.deepEqual(admitted.map((m) => m.id), ["c-1", "c-2", "c-11", "c-3", "c-4", "c-12", "c-5", "c-7", "c-9"]);
 for (const message of admitted) {
   const sent = nodeSent.find((m) => m.type === "request" && m.id === message.id);
   assert.deepEqual(message, sent, `request ${message.id} arrived as sent`);

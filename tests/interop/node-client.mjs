@@ -23,17 +23,17 @@ const server = { serverId: SERVER_ID };
 const call = (serviceId, member, args) => ({ serviceId, member, args });
 const request = (id, target, c) => ({ type: "request", id, target, call: c });
 
-// 1. An unsupported version.
+// 1. An unsupported version: the server names it (code `version`); the router answers itself.
 {
   const c = await open(1);
   c.send({ type: "hello", version: 7 });
   const reply = await c.next();
   assert.equal(reply.type, "hello_error");
-  assert.equal(reply.error.code, "unsupported_version");
+  assert.equal(reply.error.code, viaRouter ? "unsupported_version" : "version");
   await c.closed;
 }
 
-// 2. A whole session.
+// 2. A whole session, on the services of the example server (issue 22 point 5).
 {
   const c = await open(2);
   c.send({ type: "hello", version: 8 });
@@ -44,38 +44,49 @@ const request = (id, target, c) => ({ type: "request", id, target, call: c });
   assert.equal(m.type, "response");
   assert.equal(m.id, "c-1");
   assert.equal(m.ok, true);
-  assert.ok(Array.isArray(m.result));
+  assert.deepEqual(m.result.map((e) => e.serviceId), ["demo.echo", "demo.slow", "demo.counter"]);
 
-  c.send(request("c-2", server, call("$chord.service", "subscribe", ["sub-a", "sessions", "singleton"])));
+  c.send(request("c-2", server, call("$chord.service", "subscribe", ["sub-a", "demo.counter", "singleton"])));
   m = await c.next();
   assert.equal(m.id, "c-2");
   assert.equal(m.ok, true);
-  for (let sequence = 1; sequence <= 3; sequence++) {
-    m = await c.next();
-    assert.equal(m.type, "service_update");
-    assert.equal(m.subscriptionId, "sub-a");
-    assert.equal(m.update.sequence, sequence);
-  }
+  assert.equal(m.result.serviceId, "demo.counter");
+  const count = m.result.instances[0].members.find((member) => member.name === "count");
+  assert.equal(count.kind, "state");
+  assert.equal(count.ops[0][0], "r");
 
-  c.send(request("c-3", server, call("sessions", "attach", ["s-2"])));
+  // The update comes before the response of the call that caused it.
+  c.send(request("c-11", server, call("demo.counter", "bump", [2])));
+  m = await c.next();
+  assert.equal(m.type, "service_update");
+  assert.equal(m.subscriptionId, "sub-a");
+  assert.equal(m.update.sequence, count.sequence + 1);
+  m = await c.next();
+  assert.equal(m.id, "c-11");
+  assert.equal(m.ok, true);
+
+  c.send(request("c-3", server, call("pi.session-management", "attach", ["session-2"])));
   m = await c.next();
   assert.equal(m.type, "attachment");
   const route = m.attachment;
   assert.equal(route.serverId, SERVER_ID);
-  assert.equal(route.sessionId, "s-2");
+  assert.equal(route.sessionId, "session-2");
   m = await c.next();
   assert.deepEqual(m, { type: "response", id: "c-3", ok: true, result: null });
 
-  c.send(request("c-4", route, call("session", "echo", ["hi", 1.5, { nested: [true, null] }])));
+  c.send(request("c-4", server, call("demo.echo", "echo", ["hi", 1.5, { nested: [true, null] }])));
   m = await c.next();
   assert.deepEqual(m, { type: "response", id: "c-4", ok: true, result: { echo: ["hi", 1.5, { nested: [true, null] }] } });
 
-  c.send(request("c-5", route, call("session", "wait", [30000])));
-  c.send({ type: "cancel", id: "c-5", target: route });
+  c.send(request("c-12", route, call("demo.echo", "echo", [])));
+  assert.deepEqual(await c.next(), { type: "response", id: "c-12", ok: true, result: { ok: true } });
+
+  c.send(request("c-5", server, call("demo.slow", "wait", [30000])));
+  c.send({ type: "cancel", id: "c-5", target: server });
   m = await c.next();
   assert.equal(m.id, "c-5");
   assert.equal(m.ok, false);
-  assert.equal(m.error.code, "cancelled");
+  assert.deepEqual(m.error, { code: "cancelled", message: "RPC request cancelled" });
 
   c.send(request("c-6", { serverId: OTHER_SERVER_ID }, call("$chord.service", "catalogue", [])));
   m = await c.next();
@@ -93,17 +104,17 @@ const request = (id, target, c) => ({ type: "request", id, target, call: c });
     assert.equal(m.error.code, "wrong_server");
   }
 
-  c.send(request("c-7", server, call("sessions", "detach", ["s-2"])));
+  c.send(request("c-7", server, call("pi.session-management", "detach", [])));
   assert.deepEqual(await c.next(), { type: "attachment", attachment: null });
-  assert.deepEqual(await c.next(), { type: "response", id: "c-7", ok: true });
+  assert.deepEqual(await c.next(), { type: "response", id: "c-7", ok: true, result: null });
 
-  c.send(request("c-8", route, call("session", "echo", [])));
+  c.send(request("c-8", route, call("demo.echo", "echo", [])));
   m = await c.next();
   assert.equal(m.id, "c-8");
-  assert.equal(m.error.code, "stale_attachment");
+  assert.equal(m.error.code, "session_not_attached");
 
   c.send(request("c-9", server, call("$chord.service", "unsubscribe", ["sub-a"])));
-  assert.deepEqual(await c.next(), { type: "response", id: "c-9", ok: true, result: null });
+  assert.deepEqual(await c.next(), { type: "response", id: "c-9", ok: true });
   assert.equal(c.pending(), 0);
   c.end();
   await c.closed;

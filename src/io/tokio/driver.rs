@@ -1,17 +1,20 @@
 //! [`Driver`]: runs a sans-IO connection ([`ServerConnection`], [`ClientConnection`]) over a
 //! tokio byte stream (feature `tokio`; docs/PROTOCOL.md section 8, `docs/ASYNC.md`).
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::io::poll_read_buf;
 
 use crate::connection::options::option_setters;
-use crate::connection::{ClientConnection, ClientEvent, ServerConnection, ServerEvent};
+use crate::connection::{ClientConnection, ClientEvent, Deadline, ServerConnection, ServerEvent};
 
 /// The default of [`DriverOptions::read_chunk`]: 4 KiB.
 const DEFAULT_READ_CHUNK: usize = 4 * 1024;
@@ -19,7 +22,97 @@ const DEFAULT_READ_CHUNK: usize = 4 * 1024;
 /// The default of [`DriverOptions::pause_reading_at`]: 64 KiB.
 const DEFAULT_PAUSE_READING_AT: usize = 64 * 1024;
 
-/// How a [`Driver`] uses its transport.
+/// The default of [`DriverOptions::frame_timeout`]: 30 s.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default of [`DriverOptions::write_timeout`]: 30 s.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A byte budget shared by many connections (docs/PROTOCOL.md section 8, "Deadlines and
+/// budgets"): every [`Driver`] of a server connection given it ([`DriverOptions::budget`])
+/// charges the bytes its connection holds for its peer ([`ServerConnection::held_bytes`]: the
+/// transmit queue, a partly received frame, the ids of calls in flight), and a connection whose
+/// charge would take the sum past the limit is closed at once, its queue dropped
+/// ([`CloseReason::BudgetExceeded`](crate::CloseReason::BudgetExceeded)). So N connections
+/// hold at most `limit` bytes together, beyond each one's fixed cost (its read buffer,
+/// [`DriverOptions::read_chunk`], and its state).
+///
+/// Cloning gives another handle on the same budget.
+///
+/// ```
+/// use pi_protocol::io::ByteBudget;
+/// let budget = ByteBudget::new(1 << 20);
+/// assert_eq!((budget.limit(), budget.used()), (1 << 20, 0));
+/// assert_eq!(budget.clone(), budget);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ByteBudget {
+    inner: Arc<BudgetInner>,
+}
+
+#[derive(Debug)]
+struct BudgetInner {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl ByteBudget {
+    /// A budget of `limit` bytes, none used.
+    #[must_use]
+    pub fn new(limit: usize) -> Self {
+        ByteBudget { inner: Arc::new(BudgetInner { limit, used: AtomicUsize::new(0) }) }
+    }
+
+    /// The limit, in bytes.
+    pub fn limit(&self) -> usize {
+        self.inner.limit
+    }
+
+    /// The bytes charged now, by every connection together.
+    pub fn used(&self) -> usize {
+        self.inner.used.load(Ordering::Relaxed)
+    }
+
+    /// Charges `bytes` more: `false` (nothing charged) when that would pass the limit.
+    fn charge(&self, bytes: usize) -> bool {
+        let mut used = self.inner.used.load(Ordering::Relaxed);
+        loop {
+            let Some(total) = used.checked_add(bytes).filter(|total| *total <= self.inner.limit) else {
+                return false;
+            };
+            match self.inner.used.compare_exchange_weak(used, total, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn release(&self, bytes: usize) {
+        self.inner.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+impl PartialEq for ByteBudget {
+    /// Two handles are equal when they share one budget.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for ByteBudget {}
+
+/// How a [`Driver`] uses its transport: its buffers, and the transport's deadlines and byte
+/// budget (docs/PROTOCOL.md section 8, "Deadlines and budgets"), which apply to a
+/// [`ServerDriver`] (a [`ClientDriver`] keeps no deadline and charges no budget).
+///
+/// | field | default |
+/// |---|---|
+/// | [`read_chunk`](Self::read_chunk) | 4 KiB |
+/// | [`pause_reading_at`](Self::pause_reading_at) | 64 KiB |
+/// | [`frame_timeout`](Self::frame_timeout) | 30 s |
+/// | [`idle_timeout`](Self::idle_timeout) | none |
+/// | [`write_timeout`](Self::write_timeout) | 30 s |
+/// | [`budget`](Self::budget) | none |
 ///
 /// ```
 /// use pi_protocol::io::DriverOptions;
@@ -39,6 +132,21 @@ pub struct DriverOptions {
     /// 64 KiB): a peer that sends requests but does not read their answers is slowed down by
     /// TCP instead of growing the queue up to the connection's `max_pending_transmit`.
     pub pause_reading_at: usize,
+    /// Once the first bytes of a frame (its header included) arrived, how long the rest may
+    /// take (default [`DEFAULT_FRAME_TIMEOUT`], 30 s; `None`: forever): a peer that stops inside
+    /// a frame is closed with [`Deadline::Frame`], and the partial frame freed.
+    pub frame_timeout: Option<Duration>,
+    /// How long a connection may go without reading or writing a byte (default `None`: no idle
+    /// limit); closed with [`Deadline::Idle`].
+    pub idle_timeout: Option<Duration>,
+    /// How long bytes may wait to be written without the peer taking any (default
+    /// [`DEFAULT_WRITE_TIMEOUT`], 30 s; `None`: forever): the clock starts when a write finds the
+    /// transport full and restarts at each write that makes progress. A peer that does not read
+    /// is closed with [`Deadline::Write`] and what was queued for it dropped.
+    pub write_timeout: Option<Duration>,
+    /// The byte budget this connection charges, shared with others (default `None`); see
+    /// [`ByteBudget`].
+    pub budget: Option<ByteBudget>,
 }
 
 option_setters! {
@@ -47,12 +155,27 @@ option_setters! {
         read_chunk: usize;
         /// Sets [`pause_reading_at`](Self::pause_reading_at), in bytes.
         pause_reading_at: usize;
+        /// Sets [`frame_timeout`](Self::frame_timeout).
+        frame_timeout: Option<Duration>;
+        /// Sets [`idle_timeout`](Self::idle_timeout).
+        idle_timeout: Option<Duration>;
+        /// Sets [`write_timeout`](Self::write_timeout).
+        write_timeout: Option<Duration>;
+        /// Sets [`budget`](Self::budget).
+        budget: Option<ByteBudget>;
     }
 }
 
 impl Default for DriverOptions {
     fn default() -> Self {
-        DriverOptions { read_chunk: DEFAULT_READ_CHUNK, pause_reading_at: DEFAULT_PAUSE_READING_AT }
+        DriverOptions {
+            read_chunk: DEFAULT_READ_CHUNK,
+            pause_reading_at: DEFAULT_PAUSE_READING_AT,
+            frame_timeout: Some(DEFAULT_FRAME_TIMEOUT),
+            idle_timeout: None,
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
+            budget: None,
+        }
     }
 }
 
@@ -77,12 +200,30 @@ mod sealed {
         /// Whether the connection reported its last event.
         fn is_done(&self) -> bool;
     }
+
+    /// What a [`Driver`](super::Driver) needs of a connection for its deadlines and budget.
+    pub trait Deadlines {
+        /// Whether the driver's deadlines and budget apply.
+        fn keeps_deadlines(&self) -> bool;
+        /// The connection's own next deadline.
+        fn poll_timeout(&self) -> Option<std::time::Instant>;
+        /// The connection's own deadlines, at `now`.
+        fn handle_timeout(&mut self, now: std::time::Instant);
+        /// A deadline of the driver passed.
+        fn timed_out(&mut self, deadline: crate::connection::Deadline);
+        /// The budget was exceeded.
+        fn exceeded_budget(&mut self, limit: usize);
+        /// The bytes held for the peer.
+        fn held_bytes(&self) -> usize;
+        /// A frame is partly received.
+        fn receiving_frame(&self) -> bool;
+    }
 }
 
 /// A sans-IO connection a [`Driver`] can run: [`ServerConnection`] and [`ClientConnection`]
 /// (sealed: no other type implements it). Its events are `Self::Event`: [`ServerEvent`] or
 /// [`ClientEvent`].
-pub trait Endpoint: sealed::Ops {}
+pub trait Endpoint: sealed::Ops + sealed::Deadlines {}
 
 impl Endpoint for ServerConnection {}
 impl Endpoint for ClientConnection {}
@@ -127,6 +268,49 @@ macro_rules! ops {
 
 ops!(ServerConnection, ServerEvent, takes_bytes: |connection| connection.reading());
 ops!(ClientConnection, ClientEvent, takes_bytes: |connection| !connection.is_closed());
+
+impl sealed::Deadlines for ServerConnection {
+    fn keeps_deadlines(&self) -> bool {
+        true
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        ServerConnection::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        ServerConnection::handle_timeout(self, now);
+    }
+    fn timed_out(&mut self, deadline: Deadline) {
+        ServerConnection::timed_out(self, deadline);
+    }
+    fn exceeded_budget(&mut self, limit: usize) {
+        ServerConnection::exceeded_budget(self, limit);
+    }
+    fn held_bytes(&self) -> usize {
+        ServerConnection::held_bytes(self)
+    }
+    fn receiving_frame(&self) -> bool {
+        ServerConnection::receiving_frame(self)
+    }
+}
+
+/// The client keeps no transport deadline here (its application bounds its own waits).
+impl sealed::Deadlines for ClientConnection {
+    fn keeps_deadlines(&self) -> bool {
+        false
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn timed_out(&mut self, _deadline: Deadline) {}
+    fn exceeded_budget(&mut self, _limit: usize) {}
+    fn held_bytes(&self) -> usize {
+        0
+    }
+    fn receiving_frame(&self) -> bool {
+        false
+    }
+}
 
 /// Runs one sans-IO connection over a byte stream `IO` (a `TcpStream`, a `UnixStream`, one end
 /// of `tokio::io::duplex`, a TLS stream...): it reads the stream into the connection, writes what
@@ -211,6 +395,46 @@ pub struct Driver<IO, C> {
     finished: bool,
     /// The first I/O error of the stream.
     error: Option<io::Error>,
+    /// The deadlines of the transport (server connections), and the timer that wakes for the
+    /// earliest.
+    timers: Timers,
+    /// What this connection charged to the shared byte budget.
+    charge: Charge,
+}
+
+/// The transport's deadlines of one connection, and the one timer that wakes for the earliest
+/// (with the connection's own, `poll_timeout`).
+#[derive(Default)]
+struct Timers {
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The instant the sleep is set for.
+    armed: Option<Instant>,
+    /// When the frame partly received must be complete.
+    frame: Option<Instant>,
+    /// When the bytes waiting to be written must have made progress.
+    write: Option<Instant>,
+    /// When a byte was last read or written (kept only with an idle timeout).
+    last_activity: Option<Instant>,
+}
+
+/// The bytes one connection charged to a [`ByteBudget`], given back when the driver goes.
+#[derive(Debug, Default)]
+struct Charge {
+    budget: Option<ByteBudget>,
+    charged: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.release(self.charged);
+        }
+    }
+}
+
+/// The time now on tokio's clock (virtual under a paused clock), as a std instant.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 /// A [`Driver`] of a [`ServerConnection`]: the documented way to serve a Pi connection over
@@ -272,7 +496,12 @@ where
 
     /// Runs `connection` over `io` with `options`.
     pub fn with_options(io: IO, connection: C, options: DriverOptions) -> Self {
+        let keeps = connection.keeps_deadlines();
+        let timers = Timers { last_activity: (keeps && options.idle_timeout.is_some()).then(now), ..Timers::default() };
+        let charge = Charge { budget: if keeps { options.budget.clone() } else { None }, charged: 0 };
         Driver {
+            timers,
+            charge,
             io,
             connection,
             options,
@@ -302,10 +531,18 @@ where
             if self.finished {
                 return Poll::Ready(None);
             }
+            if self.account() {
+                // Past the budget: the connection is closing, its events come first.
+                continue;
+            }
             let failed = self.write_failed;
             self.poll_write(cx);
             if self.write_failed && !failed {
                 // The failure ended the connection: its events come first.
+                continue;
+            }
+            // What was written is no longer held.
+            if self.account() {
                 continue;
             }
             if self.connection.is_done() && self.connection.transmit_len() == 0 {
@@ -319,6 +556,9 @@ where
                 return Poll::Ready(None);
             }
             if !self.may_read() {
+                if self.poll_deadlines(cx) {
+                    continue;
+                }
                 return Poll::Pending;
             }
             let spare = self.read_buf.capacity() - self.read_buf.len();
@@ -328,7 +568,12 @@ where
                 self.read_buf.reserve(chunk);
             }
             match poll_read_buf(Pin::new(&mut self.io), cx, &mut self.read_buf) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    if self.poll_deadlines(cx) {
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
                 Poll::Ready(Ok(0)) => {
                     self.read_ended = true;
                     self.connection.peer_closed();
@@ -336,6 +581,7 @@ where
                 Poll::Ready(Ok(_)) => {
                     let chunk: Bytes = self.read_buf.split().freeze();
                     self.connection.receive_chunk(&chunk);
+                    self.after_read();
                 }
                 Poll::Ready(Err(error)) if error.kind() == io::ErrorKind::Interrupted => {}
                 Poll::Ready(Err(error)) => self.fail(error),
@@ -360,6 +606,12 @@ where
     /// As [`flush`](Self::flush).
     pub fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_write(cx);
+        // The write deadline runs while a flush waits (a peer that does not read); when it
+        // passes, the queue is dropped and the flush completes.
+        while self.connection.transmit_len() != 0 && !self.write_failed && self.poll_deadlines(cx) {
+            self.poll_write(cx);
+        }
+        self.account();
         if self.write_failed {
             let (kind, text) = match &self.error {
                 Some(error) => (error.kind(), error.to_string()),
@@ -381,26 +633,136 @@ where
             && self.connection.transmit_len() < self.options.pause_reading_at.max(1)
     }
 
+    /// Charges what the connection holds to the byte budget: `true` when that passed the budget,
+    /// and the connection was told so (it is closing and dropped its queue).
+    fn account(&mut self) -> bool {
+        let Some(budget) = &self.charge.budget else { return false };
+        let held = self.connection.held_bytes();
+        let charged = self.charge.charged;
+        if held <= charged {
+            budget.release(charged - held);
+            self.charge.charged = held;
+            return false;
+        }
+        if budget.charge(held - charged) {
+            self.charge.charged = held;
+            return false;
+        }
+        let limit = budget.limit();
+        self.connection.exceeded_budget(limit);
+        let held = self.connection.held_bytes().min(charged);
+        budget.release(charged - held);
+        self.charge.charged = held;
+        true
+    }
+
+    /// After bytes were read: the frame deadline starts with a frame's first bytes and ends
+    /// with the frame; the idle clock restarts.
+    fn after_read(&mut self) {
+        if !self.connection.keeps_deadlines() {
+            return;
+        }
+        if let Some(timeout) = self.options.frame_timeout {
+            if !self.connection.receiving_frame() {
+                self.timers.frame = None;
+            } else if self.timers.frame.is_none() {
+                self.timers.frame = now().checked_add(timeout);
+            }
+        }
+        if self.timers.last_activity.is_some() {
+            self.timers.last_activity = Some(now());
+        }
+    }
+
+    /// Sets the timer for the earliest deadline and polls it: `true` when it fired (and the
+    /// deadlines that passed were handled; the connection may have events), `false` when the
+    /// task will be woken by it (or there is no deadline).
+    fn poll_deadlines(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.connection.keeps_deadlines() {
+            return false;
+        }
+        let idle = match (self.timers.last_activity, self.options.idle_timeout) {
+            (Some(at), Some(timeout)) => at.checked_add(timeout),
+            _ => None,
+        };
+        let next =
+            [self.connection.poll_timeout(), self.timers.frame, self.timers.write, idle].into_iter().flatten().min();
+        let Some(next) = next else {
+            self.timers.armed = None;
+            return false;
+        };
+        let deadline = tokio::time::Instant::from_std(next);
+        let sleep = self.timers.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if self.timers.armed != Some(next) {
+            sleep.as_mut().reset(deadline);
+            self.timers.armed = Some(next);
+        }
+        if sleep.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        self.timers.armed = None;
+        let now = now();
+        self.connection.handle_timeout(now);
+        if self.timers.frame.is_some_and(|at| now >= at) {
+            self.timers.frame = None;
+            self.connection.timed_out(Deadline::Frame);
+        }
+        if self.timers.write.is_some_and(|at| now >= at) {
+            self.timers.write = None;
+            self.connection.timed_out(Deadline::Write);
+        }
+        if idle.is_some_and(|at| now >= at) {
+            self.timers.last_activity = None;
+            self.connection.timed_out(Deadline::Idle);
+        }
+        true
+    }
+
     /// Writes what the connection queued until it is all written or the stream has to be
     /// waited for, then flushes.
     fn poll_write(&mut self, cx: &mut Context<'_>) {
+        let mut progress = false;
         while !self.write_failed && self.connection.transmit_len() != 0 {
             match Pin::new(&mut self.io).poll_write(cx, self.connection.transmit()) {
-                Poll::Pending => return,
+                Poll::Pending => {
+                    self.write_blocked(progress);
+                    return;
+                }
                 Poll::Ready(Ok(0)) => self.fail(io::ErrorKind::WriteZero.into()),
                 Poll::Ready(Ok(written)) => {
                     self.connection.transmitted(written);
                     self.unflushed = true;
+                    progress = true;
                 }
                 Poll::Ready(Err(error)) if error.kind() == io::ErrorKind::Interrupted => {}
                 Poll::Ready(Err(error)) => self.fail(error),
             }
+        }
+        self.timers.write = None;
+        if progress && self.timers.last_activity.is_some() {
+            self.timers.last_activity = Some(now());
         }
         if self.unflushed && !self.write_failed {
             match Pin::new(&mut self.io).poll_flush(cx) {
                 Poll::Pending => {}
                 Poll::Ready(Ok(())) => self.unflushed = false,
                 Poll::Ready(Err(error)) => self.fail(error),
+            }
+        }
+    }
+
+    /// A write found the transport full: the write deadline starts (again, after `progress`).
+    fn write_blocked(&mut self, progress: bool) {
+        if !self.connection.keeps_deadlines() {
+            return;
+        }
+        if let Some(timeout) = self.options.write_timeout {
+            if progress || self.timers.write.is_none() {
+                let now = now();
+                self.timers.write = now.checked_add(timeout);
+                if self.timers.last_activity.is_some() && progress {
+                    self.timers.last_activity = Some(now);
+                }
             }
         }
     }

@@ -5,4 +5,7 @@ mod codec;
 mod driver;
 
 pub use codec::{ClientCodec, MessageCodec, ServerCodec};
-pub use driver::{ClientDriver, Driver, DriverOptions, Endpoint, ServerDriver};
+pub use driver::{
+    ByteBudget, ClientDriver, Driver, DriverOptions, Endpoint, ServerDriver, DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+};

@@ -17,6 +17,11 @@ pub use self::discover::{
 
 use crate::ServerId;
 
+#[cfg(feature = "tokio")]
+mod listener;
+#[cfg(feature = "tokio")]
+pub use listener::{UnixSocketListener, DEFAULT_SOCKET_MODE};
+
 /// The file-name suffix of a server's socket: `<serverId>.sock`.
 pub const SOCKET_SUFFIX: &str = ".sock";
 

@@ -1,0 +1,272 @@
+//! The reference server's rules in the sans-IO `ServerConnection` (issue 22 point 2, issue 18
+//! point 1; docs/PROTOCOL.md section 8): the handshake deadline on an explicit clock, the
+//! pre-hello frame limit, `hello_error` before closing on every violation, the reference's codes
+//! and messages, the service-call shape check before the `serverId` fence, and the bytes of ids
+//! held for calls in flight.
+
+use std::time::{Duration, Instant};
+
+use pi_protocol::connection::{
+    CloseReason, Deadline, FenceReason, ServerConnection, ServerEvent, ServerOptions, Violation,
+    DEFAULT_MAX_HELLO_FRAME_LENGTH,
+};
+use pi_protocol::{
+    encode_client_message, ClientHello, ClientMessage, ErrorBody, ErrorCode, Payload, Request, RequestId, RpcTarget,
+    ServerId, ServerMessage, ServerMessageDecoder, ServerTarget,
+};
+use serde_json::json;
+
+const SERVER: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
+const OTHER: &str = "9c858901-8a57-4791-81fe-4c455b099bc9";
+
+fn sid(s: &str) -> ServerId {
+    ServerId::new(s).unwrap()
+}
+
+fn body(code: &str, message: &str) -> ErrorBody {
+    ErrorBody::new(ErrorCode::new(code).unwrap(), message.to_owned())
+}
+
+fn hello(version: u32) -> Vec<u8> {
+    encode_client_message(&ClientMessage::Hello(ClientHello::new(version))).unwrap()
+}
+
+fn call() -> Payload {
+    Payload::from_value(&json!({"serviceId": "demo.echo", "member": "echo", "args": [1]})).unwrap()
+}
+
+fn request(id: &str, server: &str, call: Payload) -> Vec<u8> {
+    let target = RpcTarget::Server(ServerTarget::new(sid(server)));
+    encode_client_message(&ClientMessage::Request(Request::new(RequestId::new(id).unwrap(), target, call))).unwrap()
+}
+
+fn events(server: &mut ServerConnection) -> Vec<ServerEvent> {
+    std::iter::from_fn(|| server.poll_event()).collect()
+}
+
+fn sent(server: &mut ServerConnection) -> Vec<ServerMessage> {
+    let Some(bytes) = server.poll_transmit() else { return Vec::new() };
+    let mut decoder = ServerMessageDecoder::new();
+    decoder.push(&bytes).into_iter().map(Result::unwrap).collect()
+}
+
+fn hello_error(code: &str, message: &str) -> ServerMessage {
+    ServerMessage::HelloError(pi_protocol::ServerHelloError::new(body(code, message)))
+}
+
+fn error_response(id: &str, code: &str, message: &str) -> ServerMessage {
+    ServerMessage::Response(pi_protocol::Response::failure(RequestId::new(id).unwrap(), body(code, message)))
+}
+
+fn ready(options: ServerOptions) -> ServerConnection {
+    let mut server = ServerConnection::new(sid(SERVER), options);
+    server.receive(&hello(8));
+    assert_eq!(events(&mut server), vec![ServerEvent::Ready]);
+    server.poll_transmit().unwrap();
+    server
+}
+
+#[test]
+fn the_defaults_are_the_reference_servers() {
+    let options = ServerOptions::default();
+    assert_eq!(options.handshake_timeout, Some(Duration::from_secs(5)));
+    assert_eq!(options.handshake_timeout_error, body("invalid_request", "Handshake timeout"));
+    assert_eq!(options.max_hello_frame_length, 1024);
+    assert_eq!(DEFAULT_MAX_HELLO_FRAME_LENGTH, 1024);
+    assert_eq!(options.stale_route, body("session_not_attached", "Session is not attached to this client"));
+    assert_eq!(options.duplicate_id, body("invalid_request", "Request ID is already active"));
+    assert_eq!(options.wrong_server, body("wrong_server", "Request was addressed to another server"));
+    assert_eq!(options.invalid_call, Some(body("invalid_request", "Invalid service call")));
+    assert_eq!(options.max_in_flight_id_bytes, 1 << 20);
+    assert!(options.hello_error_on_violation);
+}
+
+#[test]
+fn no_hello_within_the_deadline_is_answered_with_hello_error_then_closed() {
+    let start = Instant::now();
+    let mut server = ServerConnection::new_at(sid(SERVER), ServerOptions::default(), start);
+    assert_eq!(server.poll_timeout(), Some(start + Duration::from_secs(5)));
+    // Early: nothing happens.
+    server.handle_timeout(start + Duration::from_millis(4_999));
+    assert_eq!(events(&mut server), vec![]);
+    assert_eq!(server.poll_transmit(), None);
+    // Three bytes of a header do not stop the clock.
+    server.receive(&hello(8)[..3]);
+    server.handle_timeout(start + Duration::from_secs(5));
+    assert_eq!(
+        events(&mut server),
+        vec![
+            ServerEvent::Closing { reason: CloseReason::Timeout(Deadline::Handshake) },
+            ServerEvent::Closed { release: None }
+        ]
+    );
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "Handshake timeout")]);
+    assert_eq!(server.poll_timeout(), None);
+}
+
+#[test]
+fn a_hello_in_time_disarms_the_deadline_and_none_disables_it() {
+    let start = Instant::now();
+    let mut server = ServerConnection::new_at(sid(SERVER), ServerOptions::default(), start);
+    server.receive(&hello(8));
+    assert_eq!(server.poll_timeout(), None);
+    server.handle_timeout(start + Duration::from_secs(60));
+    assert_eq!(events(&mut server), vec![ServerEvent::Ready]);
+    let server = ServerConnection::new_at(sid(SERVER), ServerOptions::default().handshake_timeout(None), start);
+    assert_eq!(server.poll_timeout(), None);
+}
+
+#[test]
+fn a_first_frame_header_past_the_pre_hello_limit_is_refused_at_once() {
+    let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default());
+    // A 16 MiB header, in two pieces: refused as its fourth byte arrives, no body buffered.
+    server.receive(&[0x01, 0x00]);
+    assert_eq!(events(&mut server), vec![]);
+    server.receive(&[0x00, 0x00, 0xa0, 0xa0]);
+    let events = events(&mut server);
+    assert!(
+        matches!(&events[0], ServerEvent::Closing { reason: CloseReason::Violation(Violation::Decode(e)) }
+            if e.rule() == pi_protocol::Rule::FrameTooLong { length: 16 << 20, limit: 1024 }),
+        "{events:?}"
+    );
+    assert!(sent_len(&mut server) > 0, "the hello_error");
+    assert!(server.held_bytes() <= 16, "no byte of the announced frame is held: {}", server.held_bytes());
+    // A frame of exactly the limit is read (and refused only for not being a hello).
+    let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default().max_hello_frame_length(4));
+    server.receive(&[0, 0, 0, 4]);
+    assert_eq!(server.poll_event(), None);
+}
+
+fn sent_len(server: &mut ServerConnection) -> usize {
+    server.poll_transmit().map_or(0, |b| b.len())
+}
+
+#[test]
+fn violations_are_answered_with_hello_error_before_closing() {
+    // A request before hello.
+    let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default());
+    server.receive(&request("r1", SERVER, call()));
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "The first client message must be hello")]);
+    assert!(server.is_closed());
+    // A second hello.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&hello(8));
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "hello may only be sent as the first message")]);
+    // A malformed frame: "Invalid client protocol frame: " and what is wrong.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&[0, 0, 0, 1, 0xff]);
+    let messages = sent(&mut server);
+    let [ServerMessage::HelloError(refusal)] = &messages[..] else { panic!("{messages:?}") };
+    assert_eq!(refusal.error.code.as_str(), "invalid_request");
+    assert!(refusal.error.message.starts_with("Invalid client protocol frame: "), "{}", refusal.error.message);
+    // A header past the frame limit, in the reference's words.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&0x0100_0001u32.to_be_bytes());
+    assert_eq!(
+        sent(&mut server),
+        vec![hello_error("invalid_request", "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216")]
+    );
+    // CBOR that is no client message.
+    let mut server = ready(ServerOptions::default());
+    let ping = pi_protocol::Payload::from_value(&json!({"type": "ping"})).unwrap();
+    let mut frame = (ping.as_cbor().len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(ping.as_cbor());
+    server.receive(&frame);
+    assert_eq!(sent(&mut server), vec![hello_error("invalid_request", "Invalid client protocol message")]);
+    // Off: closes silently.
+    let mut server = ready(ServerOptions::default().hello_error_on_violation(false));
+    server.receive(&hello(8));
+    assert_eq!(sent(&mut server), vec![]);
+    assert!(server.is_closed());
+}
+
+#[test]
+fn an_unsupported_version_is_named_in_the_message() {
+    let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default());
+    server.receive(&hello(7));
+    assert_eq!(sent(&mut server), vec![hello_error("version", "Unsupported protocol version 7; expected 8")]);
+    let options = ServerOptions::default().unsupported_version(body("v", "no {version}, {version}!"));
+    let mut server = ServerConnection::new(sid(SERVER), options);
+    server.receive(&hello(9));
+    assert_eq!(sent(&mut server), vec![hello_error("v", "no 9, 9!")]);
+}
+
+#[test]
+fn a_duplicate_id_is_refused_and_the_first_call_still_answered() {
+    let mut server = ready(ServerOptions::default());
+    server.receive(&request("r1", SERVER, call()));
+    server.receive(&request("r1", SERVER, call()));
+    let events = events(&mut server);
+    assert!(matches!(&events[0], ServerEvent::Request(r) if r.id.as_str() == "r1"));
+    assert_eq!(events[1], ServerEvent::Fenced { id: RequestId::new("r1").unwrap(), reason: FenceReason::DuplicateId });
+    assert_eq!(sent(&mut server), vec![error_response("r1", "invalid_request", "Request ID is already active")]);
+    server.respond(&RequestId::new("r1").unwrap(), Ok(None)).unwrap();
+    assert_eq!(sent(&mut server).len(), 1);
+}
+
+#[test]
+fn the_service_call_shape_is_checked_before_the_server_id() {
+    let mut server = ready(ServerOptions::default());
+    // Not a service call, and for another server: the shape wins.
+    server.receive(&request("r1", OTHER, Payload::from_value(&json!([1])).unwrap()));
+    server.receive(&request("r2", OTHER, call()));
+    server.receive(&request("r3", SERVER, Payload::from_value(&json!({"serviceId": "s", "member": "m"})).unwrap()));
+    assert_eq!(
+        sent(&mut server),
+        vec![
+            error_response("r1", "invalid_request", "Invalid service call"),
+            error_response("r2", "wrong_server", "Request was addressed to another server"),
+            error_response("r3", "invalid_request", "Invalid service call"),
+        ]
+    );
+    let fences: Vec<_> = events(&mut server)
+        .into_iter()
+        .map(|e| match e {
+            ServerEvent::Fenced { reason, .. } => reason,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(fences, vec![FenceReason::InvalidCall, FenceReason::WrongServer, FenceReason::InvalidCall]);
+}
+
+#[test]
+fn ids_held_for_calls_in_flight_are_counted_in_bytes() {
+    let mut server = ready(ServerOptions::default().max_in_flight_id_bytes(100));
+    let long = "i".repeat(60);
+    server.receive(&request(&long, SERVER, call()));
+    assert!(server.held_bytes() >= 60);
+    // A second 60-byte id would hold 120 bytes: refused as too many requests.
+    let second = "j".repeat(60);
+    server.receive(&request(&second, SERVER, call()));
+    let events = events(&mut server);
+    assert_eq!(
+        events[1],
+        ServerEvent::Fenced { id: RequestId::new(second.clone()).unwrap(), reason: FenceReason::TooManyRequests }
+    );
+    // Once the first is answered, its bytes are free again.
+    server.respond(&RequestId::new(long).unwrap(), Ok(None)).unwrap();
+    server.receive(&request(&second, SERVER, call()));
+    assert!(matches!(server.poll_event(), Some(ServerEvent::Request(_))));
+}
+
+#[test]
+fn driver_deadlines_and_budgets_close_the_connection_and_drop_its_queue() {
+    let mut server = ready(ServerOptions::default());
+    server.receive(&request("r1", OTHER, call()));
+    assert!(server.pending_transmit_len() > 0);
+    server.timed_out(Deadline::Write);
+    assert_eq!(server.pending_transmit_len(), 0);
+    assert!(events(&mut server).contains(&ServerEvent::Closing { reason: CloseReason::Timeout(Deadline::Write) }));
+
+    let mut server = ready(ServerOptions::default());
+    server.receive(&request("r1", SERVER, call()));
+    server.respond(&RequestId::new("r1").unwrap(), Ok(None)).unwrap();
+    server.exceeded_budget(10);
+    assert_eq!(server.pending_transmit_len(), 0);
+    assert!(events(&mut server).contains(&ServerEvent::Closing { reason: CloseReason::BudgetExceeded { limit: 10 } }));
+    // A partial frame is reported for the driver's frame deadline.
+    let mut server = ready(ServerOptions::default());
+    assert!(!server.receiving_frame());
+    server.receive(&[0, 0, 0]);
+    assert!(server.receiving_frame());
+}
