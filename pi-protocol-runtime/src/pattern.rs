@@ -385,7 +385,7 @@ pub const MAX_PATTERN_ALTERNATIVES: usize = 512;
 
 /// The most heap bytes the automaton of one pattern may take once compiled (`a{1000}{1000}`,
 /// `.{5000}` are short texts for large automata).
-pub const MAX_PATTERN_AUTOMATON: usize = 1 << 20;
+pub const MAX_PATTERN_AUTOMATON: usize = 8 << 20;
 
 /// Fails when `source` is longer than [`MAX_PATTERN_LENGTH`], nests groups deeper than
 /// [`MAX_PATTERN_NESTING`] or holds more than [`MAX_PATTERN_ALTERNATIVES`] alternatives,
@@ -506,7 +506,8 @@ impl Regex {
             .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit)
             .nfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
             .onepass_size_limit(Some(MAX_PATTERN_AUTOMATON))
-            .dfa_size_limit(Some(MAX_PATTERN_AUTOMATON));
+            .dfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
+            .hybrid_cache_capacity(MAX_PATTERN_AUTOMATON);
         let inner = regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| {
             PatternError {
                 position: None,
@@ -563,6 +564,17 @@ impl SchemaPattern {
         match Pattern::parse(source) {
             Ok(pattern) => Ok(SchemaPattern::Fixed(pattern)),
             Err(_) => Ok(SchemaPattern::General(general)),
+        }
+    }
+
+    /// The heap bytes the compiled pattern holds.
+    #[must_use]
+    pub fn memory_usage(&self) -> usize {
+        match self {
+            SchemaPattern::Fixed(pattern) => {
+                pattern.segments.iter().map(|s| std::mem::size_of_val(s) + std::mem::size_of_val(&s.ranges[..])).sum()
+            }
+            SchemaPattern::General(regex) => regex.memory_usage(),
         }
     }
 

@@ -580,13 +580,21 @@ impl Compiler<'_> {
         let pattern = match &checks.pattern {
             Some(source) => {
                 let compiled = SchemaPattern::compile(source)
-                    .map_err(|e| GenError::schema(self.pointer.clone(), format!("pattern {source:?}: {e}")))?;
+                    .map_err(|e| GenError::schema(self.pointer.clone(), format!("pattern {:?}: {e}", shortened(source))))?;
                 self.patterns.push(compiled);
                 Some(self.patterns.len() - 1)
             }
             None => None,
         };
         Ok(TextChecks { min_length: checks.min_length, max_length: checks.max_length, pattern })
+    }
+}
+
+/// `source`, cut to its first 64 characters (a pattern refused for its length may be long).
+fn shortened(source: &str) -> String {
+    match source.char_indices().nth(64) {
+        Some((at, _)) => format!("{}...", &source[..at]),
+        None => source.to_owned(),
     }
 }
 
