@@ -404,14 +404,14 @@ pub const MAX_PATTERN_AUTOMATON: usize = 8 << 20;
 pub fn check_size(source: &str) -> Result<(), PatternError> {
     let bytes = source.as_bytes();
     if bytes.len() > MAX_PATTERN_LENGTH {
-        return Err(PatternError::at(
-            MAX_PATTERN_LENGTH,
-            &format!(
+        return Err(PatternError {
+            position: None,
+            reason: format!(
                 "the pattern is {} bytes long, more than the {MAX_PATTERN_LENGTH} a pattern may be; \
-                 check long texts in the application",
+                 shorten it (a class for alternatives of single characters, an `enum` for a list of words)",
                 bytes.len()
             ),
-        ));
+        });
     }
     let (mut depth, mut alternatives, mut in_class, mut i) = (0usize, 0usize, false, 0);
     while i < bytes.len() {

@@ -227,6 +227,9 @@ pub(super) enum Payloads {
     /// `null` once it is checked: for verdicts only, so that a large payload never becomes a
     /// value tree.
     Checked,
+    /// Its CBOR bytes once it is checked, a slice of the input, streamed as JSON when the
+    /// message is serialized.
+    Spans,
 }
 
 impl Program {
@@ -237,6 +240,7 @@ impl Program {
         let payload = match payloads {
             Payloads::Values => leaf::payload as Leaf,
             Payloads::Checked => leaf::payload_checked,
+            Payloads::Spans => leaf::payload_span,
         };
         let mut cx = Compiler { index: &index, patterns: Vec::new(), pointer: String::new(), payload };
         let mut types = Vec::with_capacity(model.types.len());
