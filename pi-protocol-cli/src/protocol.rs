@@ -153,7 +153,9 @@ pub enum StreamDecoder<'p> {
     /// Built-in server messages.
     Server(ServerMessageDecoder),
     /// Frames cut here, payloads decoded by the interpreter, as the generated `MessageDecoder`
-    /// does with its types.
+    /// does with its types; each message is written straight from the frame (its opaque
+    /// payloads streamed from their CBOR, as the built-in path writes them), so memory stays
+    /// in proportion to the frame.
     Interpreted { frames: FrameDecoder, interpreter: &'p Interpreter, side: Side, limits: CborLimits },
 }
 
@@ -166,7 +168,7 @@ impl StreamDecoder<'_> {
             StreamDecoder::Server(decoder) => decoder.push_each(chunk, |m| sink.take(m)),
             StreamDecoder::Interpreted { frames, interpreter, side, limits } => {
                 let result =
-                    frames.push_with(chunk, |payload, offset| match interpreter.decode(*side, payload, *limits) {
+                    frames.push_with(chunk, |payload, offset| match interpreter.decode_borrowed(*side, payload, *limits) {
                         Ok(message) => {
                             sink.take(Ok(message));
                             Ok(())

@@ -1,7 +1,9 @@
 //! The CLI under the amplification frame of issue 3: one valid 16 MiB frame whose request
 //! `call` holds 16 arrays of 1,000,000 nulls, streamed in the default 64 KiB chunks. Every
 //! command must stay under 400 MiB of resident memory (the reference needs about 930 MiB to
-//! decode it), `stats` and `inspect` with `--schema` too.
+//! decode it), with `--schema` too. And `decode --schema` (the interpreter) on a 16 MiB frame
+//! of 16,000,000 empty arrays (issue 18: 1.1 GiB when each became a JSON value) stays within
+//! five times the frame: each message is written from the frame, its payloads streamed.
 //!
 //! The child's peak resident set is read from `VmHWM` in `/proc/<pid>/status` while it runs
 //! (Linux only; elsewhere the test only checks the exit status).
@@ -18,7 +20,12 @@ fn text(s: &str) -> Vec<u8> {
     out
 }
 
+/// A request whose `call` holds 16 arrays of 1,000,000 copies of the one-byte item `item`.
 fn amplification_frame() -> Vec<u8> {
+    frame_of(0xf6)
+}
+
+fn frame_of(item: u8) -> Vec<u8> {
     let server_id = "3b241101-e2bb-4255-8caf-4136c566a962";
     let mut payload = vec![0xa4];
     for part in [text("type"), text("request"), text("id"), text("r"), text("target")] {
@@ -32,7 +39,7 @@ fn amplification_frame() -> Vec<u8> {
     payload.push(0x90);
     for _ in 0..16 {
         payload.extend_from_slice(&[0x9a, 0x00, 0x0f, 0x42, 0x40]);
-        payload.resize(payload.len() + 1_000_000, 0xf6);
+        payload.resize(payload.len() + 1_000_000, item);
     }
     let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
     frame.extend_from_slice(&payload);
@@ -77,14 +84,13 @@ fn every_command_streams_the_amplification_frame_under_400_mib() {
     let schema_path = std::env::temp_dir().join(format!("pi-protocol-v8-schema-{}.json", std::process::id()));
     std::fs::write(&schema_path, pi_protocol::SCHEMA_JSON).unwrap();
     let schema = schema_path.to_str().unwrap();
-    // `decode --schema` is left out: the interpreter gives each message as a JSON value, a
-    // million nulls included (about 1.1 GiB for this frame).
     for args in [
         &["stats", "--side", "client"][..],
         &["inspect", "--side", "client"],
         &["decode", "--side", "client"],
         &["stats", "--side", "client", "--schema", schema],
         &["inspect", "--side", "client", "--schema", schema],
+        &["decode", "--side", "client", "--schema", schema],
     ] {
         let (ok, peak) = run(args, &path);
         println!("pi-protocol {}: peak resident {:.1} MiB", args.join(" "), peak as f64 / 1024.0);
@@ -96,4 +102,20 @@ fn every_command_streams_the_amplification_frame_under_400_mib() {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&schema_path);
     assert!(over.is_empty(), "over 400 MiB: {}", over.join(", "));
+}
+
+#[test]
+fn decode_with_a_schema_streams_a_frame_of_tiny_containers_within_five_times_the_frame() {
+    let frame = frame_of(0x80);
+    let path = std::env::temp_dir().join(format!("pi-protocol-tiny-containers-{}.bin", std::process::id()));
+    std::fs::File::create(&path).unwrap().write_all(&frame).unwrap();
+    let schema_path = std::env::temp_dir().join(format!("pi-protocol-v8-schema-tiny-{}.json", std::process::id()));
+    std::fs::write(&schema_path, pi_protocol::SCHEMA_JSON).unwrap();
+    let (ok, peak) = run(&["decode", "--side", "client", "--schema", schema_path.to_str().unwrap()], &path);
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&schema_path);
+    println!("pi-protocol decode --schema, 16 MiB of empty arrays: peak resident {:.1} MiB", peak as f64 / 1024.0);
+    assert!(ok, "decode --schema failed");
+    let bound_kib = 5 * frame.len() as u64 / 1024;
+    assert!(peak <= bound_kib, "peak {:.1} MiB, above five times the frame", peak as f64 / 1024.0);
 }

@@ -230,3 +230,41 @@ fn a_side_the_schema_does_not_define_is_a_usage_error() {
         format!("pi-protocol: the schema {schema_arg} defines no server messages\n")
     );
 }
+
+/// Schemas whose pattern is nested 20,000 groups deep or holds 100,000 alternatives (the
+/// ECMAScript parser recursed once per level and aborted the process, exit 134): `decode
+/// --schema` and `schema diff` end with exit status 2 and an error naming the keyword's JSON
+/// pointer, before any parser reads the pattern.
+#[test]
+fn hostile_patterns_are_usage_errors_naming_the_pointer() {
+    let nested = format!("^{}a{}$", "(".repeat(20_000), ")".repeat(20_000));
+    let alternatives = format!("^(?:{})$", vec!["a"; 100_000].join("|"));
+    let good = std::env::temp_dir().join(format!("pi-protocol-pattern-good-{}.json", std::process::id()));
+    let schema = |pattern: &str| {
+        serde_json::json!({ "$defs": { "ClientMessage": { "type": "object",
+            "properties": { "id": { "type": "string", "pattern": pattern } },
+            "required": ["id"], "additionalProperties": false } } })
+        .to_string()
+    };
+    std::fs::write(&good, schema("^a+$")).unwrap();
+    for (name, pattern) in [("nested", nested), ("alternatives", alternatives)] {
+        let path = std::env::temp_dir().join(format!("pi-protocol-pattern-{name}-{}.json", std::process::id()));
+        std::fs::write(&path, schema(&pattern)).unwrap();
+        let file = path.to_str().unwrap().to_owned();
+        // {"id": "a"}
+        let frame = [0, 0, 0, 6, 0xa1, 0x62, b'i', b'd', 0x61, b'a'];
+        let decode = run(&["decode".into(), "--side".into(), "client".into(), "--schema".into(), file.clone()], &frame);
+        let diff = run(&["schema".into(), "diff".into(), good.to_str().unwrap().into(), file.clone()], &[]);
+        std::fs::remove_file(&path).ok();
+        for (command, out) in [("decode", decode), ("schema diff", diff)] {
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(out.status.code(), Some(2), "{name}, {command}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!("pi-protocol: {file} is not a usable schema: #/$defs/ClientMessage/properties/id/pattern: ")),
+                "{name}, {command}: {stderr}"
+            );
+            assert!(stderr.contains("bytes long, more than the 4096"), "{name}, {command}: {stderr}");
+        }
+    }
+    std::fs::remove_file(&good).ok();
+}

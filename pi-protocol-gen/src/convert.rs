@@ -26,7 +26,7 @@ use pi_protocol_runtime::pattern::SchemaPattern;
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
-use crate::limits::{self, MAX_CHAIN, MAX_MEMBERS, MAX_NESTING, MAX_TAG_KEYS, MAX_TYPES};
+use crate::limits::{self, MAX_CHAIN, MAX_MEMBERS, MAX_NESTING, MAX_PATTERN_MEMORY, MAX_TAG_KEYS, MAX_TYPES};
 use crate::model::{
     Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind,
     Union, Variant, VariantKind,
@@ -285,6 +285,10 @@ struct Converter<'r, 'a> {
     /// The literals of union members already found ([`member_literals`]), by the pointer of the
     /// member's schema and the depth they were looked for at.
     member_literals: HashMap<(String, usize), Vec<(String, Value)>>,
+    /// The patterns compiled so far, each once (see [`Converter::pattern`]).
+    patterns: HashSet<String>,
+    /// The heap bytes those patterns took compiled, against [`MAX_PATTERN_MEMORY`].
+    pattern_memory: usize,
 }
 
 impl<'r, 'a> Converter<'r, 'a> {
@@ -300,7 +304,32 @@ impl<'r, 'a> Converter<'r, 'a> {
             expanding: Vec::new(),
             nesting: 0,
             member_literals: HashMap::new(),
+            patterns: HashSet::new(),
+            pattern_memory: 0,
         }
+    }
+
+    /// Compiles `pattern` (the keyword at `at`) to check it, once per distinct pattern: its
+    /// size ([`pattern::check_size`](pi_protocol_runtime::pattern::check_size)) before any
+    /// parser reads it, its validity as ECMAScript, the constructs the linear-time engine
+    /// refuses, and the heap the schema's patterns take together ([`MAX_PATTERN_MEMORY`]).
+    fn pattern(&mut self, pattern: &str, at: &str) -> Result<()> {
+        if self.patterns.contains(pattern) {
+            return Ok(());
+        }
+        let compiled = SchemaPattern::compile(pattern).map_err(|e| GenError::schema(at, e.to_string()))?;
+        self.pattern_memory = self.pattern_memory.saturating_add(compiled.memory_usage());
+        if self.pattern_memory > MAX_PATTERN_MEMORY {
+            return Err(GenError::schema(
+                at,
+                format!(
+                    "the schema's patterns take more than {MAX_PATTERN_MEMORY} bytes compiled; \
+                     use fewer distinct patterns or smaller repetition counts"
+                ),
+            ));
+        }
+        self.patterns.insert(pattern.to_owned());
+        Ok(())
     }
 
     /// Registers a root definition under its name (`x-rust-name` or the key). An alias (a
@@ -582,7 +611,7 @@ impl<'r, 'a> Converter<'r, 'a> {
                 checks.min_length = length(node, "minLength")?;
                 checks.max_length = length(node, "maxLength")?;
                 if let Some(pattern) = node.str("pattern")? {
-                    SchemaPattern::compile(pattern).map_err(|e| GenError::schema(node.at("pattern"), e.to_string()))?;
+                    self.pattern(pattern, &node.at("pattern"))?;
                     checks.pattern = Some(pattern.to_string());
                 }
                 TypeExpr::String
@@ -653,7 +682,7 @@ impl<'r, 'a> Converter<'r, 'a> {
                     ));
                 }
                 let at = format!("{path}/{}", escape_pointer(pattern));
-                SchemaPattern::compile(pattern).map_err(|e| GenError::schema(at.clone(), e.to_string()))?;
+                self.pattern(pattern, &at)?;
                 let values = self.shape(&Node::new(schema, at)?, &value_hint, Location::Other)?;
                 let keys = match extra {
                     Some(Value::Bool(false)) => Checks { pattern: Some(pattern.clone()), ..Checks::default() },

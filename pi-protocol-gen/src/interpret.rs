@@ -59,6 +59,7 @@
 mod checks;
 mod decode;
 mod intern;
+mod json;
 mod program;
 
 use std::collections::HashMap;
@@ -85,6 +86,8 @@ pub struct Interpreter {
     program: Program,
     /// The same program with payloads checked and dropped ([`Interpreter::check`]).
     checker: Program,
+    /// The same program with payloads kept as slices ([`Interpreter::decode_borrowed`]).
+    streamer: Program,
     client: Option<usize>,
     server: Option<usize>,
     by_name: HashMap<String, usize>,
@@ -101,6 +104,7 @@ impl Interpreter {
     pub fn new(model: &Model) -> Result<Interpreter> {
         let program = Program::compile(model, Payloads::Values)?;
         let checker = Program::compile(model, Payloads::Checked)?;
+        let streamer = Program::compile(model, Payloads::Spans)?;
         let mut by_name = HashMap::new();
         for (index, def) in model.types.iter().enumerate() {
             if let Some(schema_name) = &def.schema_name {
@@ -112,7 +116,7 @@ impl Interpreter {
             by_name.insert(def.rust_name.clone(), index);
         }
         let side = |side: Side| model.message_type(side).and_then(|def| by_name.get(&def.rust_name).copied());
-        Ok(Interpreter { client: side(Side::Client), server: side(Side::Server), program, checker, by_name })
+        Ok(Interpreter { client: side(Side::Client), server: side(Side::Server), program, checker, streamer, by_name })
     }
 
     /// The type of the messages `side` sends, if the schema has one.
@@ -185,7 +189,40 @@ impl Interpreter {
     }
 
     fn decode_at(&self, index: Option<usize>, payload: &[u8], limits: CborLimits) -> Result<Value, ProtocolError> {
-        run(&self.program, index, payload, limits)
+        run(&self.program, index, payload, limits).map(json::Json::into_value)
+    }
+
+    /// Decodes one frame payload like [`decode`](Self::decode), with the same verdict and
+    /// error, into a message that borrows from `payload`: its texts are slices of it, and its
+    /// opaque payloads stay CBOR until the message is serialized, each then streamed from the
+    /// wire. Serializing gives the same JSON as `decode`'s value, in the same key order; memory
+    /// stays in proportion to the envelope, whatever the payloads hold (a 16 MiB `call` of
+    /// a million empty arrays is a slice, not a million JSON values).
+    ///
+    /// ```
+    /// use pi_protocol_gen::{interpret::Interpreter, model::Side, Model};
+    /// use pi_protocol_runtime::CborLimits;
+    /// let schema = r#"{ "$defs": { "ClientMessage": { "type": "object",
+    ///     "properties": { "seq": { "type": "integer" }, "data": {} },
+    ///     "required": ["seq", "data"], "additionalProperties": false } } }"#;
+    /// let interpreter = Interpreter::new(&Model::from_json(schema, "data.json")?)?;
+    /// // {"data": [[], {}], "seq": 7}: canonical key order in the JSON, the payload as it is.
+    /// let payload = [0xa2, 0x64, b'd', b'a', b't', b'a', 0x82, 0x80, 0xa0, 0x63, b's', b'e', b'q', 0x07];
+    /// let message = interpreter.decode_borrowed(Side::Client, &payload, CborLimits::default()).unwrap();
+    /// assert_eq!(serde_json::to_string(&message)?, r#"{"seq":7,"data":[[],{}]}"#);
+    /// assert_eq!(message.to_value(), interpreter.decode(Side::Client, &payload, CborLimits::default()).unwrap());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    pub fn decode_borrowed<'de>(
+        &self,
+        side: Side,
+        payload: &'de [u8],
+        limits: CborLimits,
+    ) -> Result<BorrowedMessage<'de>, ProtocolError> {
+        run(&self.streamer, self.message_type(side).map(|t| t.0), payload, limits).map(BorrowedMessage)
     }
 
     /// Validates `value` as a message `side` sends, with the rules of the wire decoder and its
@@ -260,8 +297,33 @@ impl Interpreter {
     }
 }
 
+/// A message decoded by [`Interpreter::decode_borrowed`], borrowing from the frame payload.
+/// Serialize it (`serde_json::to_writer`) to write its JSON, opaque payloads streamed from
+/// their CBOR; [`to_value`](Self::to_value) builds the `serde_json::Value` instead.
+#[derive(Debug, Clone)]
+pub struct BorrowedMessage<'de>(json::Json<'de>);
+
+impl BorrowedMessage<'_> {
+    /// The message as the `serde_json::Value` [`Interpreter::decode`] gives.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        self.0.clone().into_value()
+    }
+}
+
+impl serde::Serialize for BorrowedMessage<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
 /// Decodes `payload` as a value of type `index` of `program` (`NoVariant` without one).
-fn run(program: &Program, index: Option<usize>, payload: &[u8], limits: CborLimits) -> Result<Value, ProtocolError> {
+fn run<'de>(
+    program: &Program,
+    index: Option<usize>,
+    payload: &'de [u8],
+    limits: CborLimits,
+) -> Result<json::Json<'de>, ProtocolError> {
     decode_message_with(payload, limits, |reader| match index {
         Some(index) if index < program.types.len() => program.decode_type(index, reader),
         _ => Err(ProtocolError::schema(Rule::NoVariant)),

@@ -40,6 +40,12 @@ pub const MAX_MEMBERS: usize = 1024;
 /// The most literal keys a union of objects may need to tell its members apart (`tags(...)`).
 pub const MAX_TAG_KEYS: usize = 16;
 
+/// The most heap bytes the distinct patterns of one schema may take compiled, together (each
+/// one is also bounded by the runtime's `pattern` limits: `MAX_PATTERN_LENGTH`,
+/// `MAX_PATTERN_NESTING`, `MAX_PATTERN_ALTERNATIVES`, `MAX_PATTERN_AUTOMATON`): a short pattern
+/// such as `.{500}` compiles to a large automaton, and a document may hold many.
+pub const MAX_PATTERN_MEMORY: usize = 64 << 20;
+
 /// Fails at the first value of `document` nested deeper than [`MAX_DOCUMENT_DEPTH`], naming
 /// its pointer; walks the document without recursion.
 pub(crate) fn check_document_depth(document: &Value) -> Result<()> {

@@ -20,6 +20,8 @@ use std::fmt;
 
 use crate::cbor::reader::HIGH_BITS;
 
+mod ecma;
+
 /// One atom of a pattern: a set of ASCII bytes, repeated a fixed number of times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -368,9 +370,105 @@ mod tests {
     }
 }
 
+/// The longest schema pattern, in bytes of its text. Checked before any parser reads the
+/// pattern (SCHEMA.md, "Limits").
+pub const MAX_PATTERN_LENGTH: usize = 4096;
+
+/// The deepest nesting of groups (`(...)`, `(?:...)`, `(?<name>...)`) in a pattern: each level
+/// is one level of recursion in the parsers and the compiler. Checked, without recursion,
+/// before any parser reads the pattern.
+pub const MAX_PATTERN_NESTING: usize = 32;
+
+/// The most alternatives (`|`) in a pattern, all groups counted together. Checked, without
+/// recursion, before any parser reads the pattern.
+pub const MAX_PATTERN_ALTERNATIVES: usize = 512;
+
+/// The most heap bytes the automaton of one pattern may take once compiled (`a{1000}{1000}`,
+/// `.{5000}` are short texts for large automata).
+pub const MAX_PATTERN_AUTOMATON: usize = 8 << 20;
+
+/// Fails when `source` is longer than [`MAX_PATTERN_LENGTH`], nests groups deeper than
+/// [`MAX_PATTERN_NESTING`] or holds more than [`MAX_PATTERN_ALTERNATIVES`] alternatives,
+/// naming the byte where the limit is passed. One pass over the bytes, no recursion: classes
+/// (`[(]`) and escapes (`\(`) open no group.
+///
+/// ```
+/// use pi_protocol_runtime::pattern::{check_size, MAX_PATTERN_NESTING};
+/// assert!(check_size("^(a(b)[(])$").is_ok());
+/// let deep = format!("{}a{}", "(".repeat(MAX_PATTERN_NESTING + 1), ")".repeat(MAX_PATTERN_NESTING + 1));
+/// assert_eq!(check_size(&deep).unwrap_err().position, Some(MAX_PATTERN_NESTING));
+/// ```
+///
+/// # Errors
+/// A [`PatternError`] saying which limit, where, and what to write instead.
+pub fn check_size(source: &str) -> Result<(), PatternError> {
+    let bytes = source.as_bytes();
+    if bytes.len() > MAX_PATTERN_LENGTH {
+        return Err(PatternError {
+            position: None,
+            reason: format!(
+                "the pattern is {} bytes long, more than the {MAX_PATTERN_LENGTH} a pattern may be; \
+                 shorten it (a class for alternatives of single characters, an `enum` for a list of words)",
+                bytes.len()
+            ),
+        });
+    }
+    let (mut depth, mut alternatives, mut in_class, mut i) = (0usize, 0usize, false, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b']' if in_class => in_class = false,
+            _ if in_class => {}
+            b'[' => in_class = true,
+            b'(' => {
+                depth += 1;
+                if depth > MAX_PATTERN_NESTING {
+                    return Err(PatternError::at(
+                        i,
+                        &format!(
+                            "groups nested more than {MAX_PATTERN_NESTING} deep; \
+                             split the pattern or drop groups that only group"
+                        ),
+                    ));
+                }
+            }
+            b')' => depth = depth.saturating_sub(1),
+            b'|' => {
+                alternatives += 1;
+                if alternatives > MAX_PATTERN_ALTERNATIVES {
+                    return Err(PatternError::at(
+                        i,
+                        &format!(
+                            "more than {MAX_PATTERN_ALTERNATIVES} alternatives (`|`); \
+                             use a class for single characters or an `enum` for a list of words"
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// A schema `pattern` of any form, with the semantics the reference gives it: an ECMAScript
 /// regular expression with the `u` (Unicode) flag, tested anywhere in the string (anchor it with
-/// `^` and `$` to match whole strings), matched by the `regress` engine.
+/// `^` and `$` to match whole strings).
+///
+/// Matching takes time linear in the text, whatever the pattern (`^(a+)+$` against
+/// `aaa...a!` included): the pattern is read into the syntax of the `regex-automata` engine,
+/// construct by construct with ECMAScript's meaning (see below), and run by its automata.
+/// Constructs that need a backtracking engine are refused when the pattern is compiled:
+/// backreferences (`\1`, `\k<name>`), lookahead and lookbehind (`(?=`, `(?!`, `(?<=`, `(?<!`);
+/// so are modifier groups (`(?i:...)`) and property escapes the engine's Unicode tables do not
+/// know. Validity itself is ECMAScript's (the `regress` parser decides it): a pattern
+/// JavaScript refuses with the `u` flag is refused.
+///
+/// The meanings kept: `.` is any code point but `\n`, `\r`, U+2028 and U+2029; `^` and `$`
+/// hold only at the ends of the text; `\d`, `\w` and `\b` are ASCII; `\s` is ECMAScript's
+/// white space and line terminators; `[^...]` holds every other code point; `\b` in a class is
+/// U+0008; a lone surrogate escape matches nothing (a decoded text holds none).
 ///
 /// ```
 /// use pi_protocol_runtime::pattern::Regex;
@@ -378,28 +476,61 @@ mod tests {
 /// assert!(re.is_match("session-id"));
 /// assert!(!re.is_match("Session"));
 /// assert!(Regex::new("x{").is_err());
+/// // Linear time: 10,000 characters against nested repetitions, in microseconds.
+/// let hostile = format!("{}!", "a".repeat(10_000));
+/// assert!(!Regex::new("^(a+)+$").unwrap().is_match(&hostile));
+/// // Backreferences are refused, with the offset of the construct.
+/// assert_eq!(Regex::new("^(a)\\1$").unwrap_err().position, Some(4));
 /// ```
 #[derive(Debug, Clone)]
 pub struct Regex {
-    inner: regress::Regex,
+    inner: regex_automata::meta::Regex,
 }
 
 impl Regex {
     /// Compiles `source` with the `u` flag.
     ///
     /// # Errors
-    /// A [`PatternError`] when `source` is not a valid ECMAScript pattern in Unicode mode.
+    /// A [`PatternError`] when `source` passes a limit ([`check_size`],
+    /// [`MAX_PATTERN_AUTOMATON`]), is not a valid ECMAScript pattern in Unicode mode, or uses
+    /// a construct the linear-time engine refuses (see the type's documentation).
     pub fn new(source: &str) -> Result<Regex, PatternError> {
-        regress::Regex::with_flags(source, "u").map(|inner| Regex { inner }).map_err(|e| PatternError {
+        check_size(source)?;
+        // Within the limits the ECMAScript parser's recursion stays shallow.
+        regress::Regex::with_flags(source, "u").map_err(|e| PatternError {
             position: None,
             reason: format!("not a valid ECMAScript regular expression with the u flag ({e})"),
-        })
+        })?;
+        let hir = ecma::translate(source)?;
+        let config = regex_automata::meta::Config::new()
+            .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit)
+            .nfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
+            .onepass_size_limit(Some(MAX_PATTERN_AUTOMATON))
+            .dfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
+            .hybrid_cache_capacity(MAX_PATTERN_AUTOMATON);
+        let inner = regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| {
+            PatternError {
+                position: None,
+                reason: format!(
+                    "the pattern compiles to an automaton larger than {MAX_PATTERN_AUTOMATON} bytes; \
+                     write smaller repetition counts (`{{n}}`) or narrower classes"
+                ),
+            }
+        })?;
+        Ok(Regex { inner })
     }
 
-    /// Whether the pattern matches somewhere in `text` (JavaScript's `RegExp.prototype.test`).
+    /// Whether the pattern matches somewhere in `text` (JavaScript's `RegExp.prototype.test`),
+    /// in time linear in `text`.
     #[must_use]
     pub fn is_match(&self, text: &str) -> bool {
-        self.inner.find(text).is_some()
+        self.inner.is_match(text)
+    }
+
+    /// The heap bytes the compiled pattern holds (its automata and search caches so far).
+    #[must_use]
+    pub fn memory_usage(&self) -> usize {
+        self.inner.memory_usage()
     }
 }
 
@@ -433,6 +564,17 @@ impl SchemaPattern {
         match Pattern::parse(source) {
             Ok(pattern) => Ok(SchemaPattern::Fixed(pattern)),
             Err(_) => Ok(SchemaPattern::General(general)),
+        }
+    }
+
+    /// The heap bytes the compiled pattern holds.
+    #[must_use]
+    pub fn memory_usage(&self) -> usize {
+        match self {
+            SchemaPattern::Fixed(pattern) => {
+                pattern.segments.iter().map(|s| std::mem::size_of_val(s) + std::mem::size_of_val(&s.ranges[..])).sum()
+            }
+            SchemaPattern::General(regex) => regex.memory_usage(),
         }
     }
 
@@ -478,5 +620,134 @@ mod regex_tests {
         assert!(!re.is_match("\n"));
         assert!(Regex::new("^.*$").unwrap().is_match(""));
         assert!(!Regex::new("^.*$").unwrap().is_match("a\u{2028}b"));
+    }
+}
+
+#[cfg(test)]
+mod linear_tests {
+    use super::*;
+
+    /// The verdict of the backtracking ECMAScript engine the patterns ran on before.
+    fn ecmascript(source: &str, text: &str) -> bool {
+        regress::Regex::with_flags(source, "u").expect("a valid pattern").find(text).is_some()
+    }
+
+    const TEXTS: &[&str] = &[
+        "", "a", "aa", "ab", "ba", "abc", "a-b", "A", "0", "09", "_", " ", "\t", "\n", "\r", "a\nb", "\u{2028}",
+        "\u{a0}", "\u{feff}", "é", "aéb", "éa", "\u{1F600}", "a\u{1F600}b", "\u{8}", "x.y", "$", "^", "a b",
+        "aaaa", "abab", "z9_", "-", "[", "]", "\\", "\u{0}", "\u{b}", "\u{3000}", "ǅ",
+    ];
+
+    #[test]
+    fn the_linear_engine_agrees_with_ecmascript_on_every_construct() {
+        let patterns = [
+            "", "a", "^a", "a$", "^a$", "^$", "ab|ba", "^(a|b)+$", "^(?:ab)*$", "^a*?$", "^a{2}$", "^a{1,}$",
+            "^a{0,1}b", "a{2,3}", ".", "^.$", "^.*$", "^.+$", "\\d", "\\D", "^\\d+$", "\\w", "^\\W$", "\\s",
+            "^\\S+$", "\\b", "\\B", "a\\b", "\\Ba", "^\\B$", "[abc]", "[^abc]", "^[^a]$", "[a-c]", "[\\d_]",
+            "[\\w-]", "[\\b]", "[-a]", "[a-]", "[\\-]", "[^]", "[]", "^[\\s\\S]$", "\\u0061", "\\u{1F600}",
+            "\\uD83D\\uDE00", "^[\\uD83D\\uDE00]$", "\\uD83D", "[\\uD800-\\uDFFF]", "\\x41", "\\t", "\\n", "\\v",
+            "\\f", "\\r", "\\0", "\\cA", "\\.", "\\$", "\\^", "\\/", "\\\\", "\\[", "\\]", "\\(", "\\{",
+            "(?<name>a)b", "^(a+)+$", "^[a-z]+(-[a-z]+)*$", "^[a-z][a-z0-9_.]*$", "^https://", "^#",
+            "\\p{L}", "^\\p{Lu}$", "\\P{L}", "^\\p{Script=Greek}+$", "[\\p{N}a]", "é", "^é$", "ǅ",
+            "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", "a|", "|", "(|a)b",
+        ];
+        for source in patterns {
+            let regex = Regex::new(source).unwrap_or_else(|e| panic!("{source:?}: {e}"));
+            for text in TEXTS {
+                assert_eq!(regex.is_match(text), ecmascript(source, text), "{source:?} on {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn constructs_that_need_backtracking_are_refused_with_their_offset() {
+        for (source, at, what) in [
+            ("^(a)\\1$", 4, "backreference"),
+            ("^(?<x>a)\\k<x>$", 8, "backreference"),
+            ("a(?=b)", 1, "lookahead"),
+            ("a(?!b)", 1, "lookahead"),
+            ("(?<=a)b", 0, "lookbehind"),
+            ("(?<!a)b", 0, "lookbehind"),
+        ] {
+            let error = Regex::new(source).unwrap_err();
+            assert_eq!(error.position, Some(at), "{source}");
+            assert!(error.reason.contains(what) && error.reason.contains("linear time"), "{source}: {error}");
+        }
+    }
+
+    #[test]
+    fn patterns_past_a_limit_are_refused_before_they_are_parsed() {
+        let deep = format!("{}a{}", "(".repeat(20_000), ")".repeat(20_000));
+        let wide = vec!["a"; 100_000].join("|");
+        let nested = format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING + 1), ")".repeat(MAX_PATTERN_NESTING + 1));
+        for (source, words) in [
+            (deep.as_str(), "bytes long"),
+            (&deep[..4000], "nested more than 32"),
+            (&wide[..4001], "more than 512 alternatives"),
+            (&wide, "bytes long"),
+            (&nested, "nested more than 32"),
+        ] {
+            // A test thread's stack: the refusal must come before any parser recurses.
+            let source = source.to_owned();
+            let error = std::thread::Builder::new()
+                .stack_size(256 << 10)
+                .spawn(move || Regex::new(&source).unwrap_err())
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(error.reason.contains(words), "{error}");
+        }
+        let at_limit =
+            format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING), ")".repeat(MAX_PATTERN_NESTING));
+        assert!(Regex::new(&at_limit).is_ok());
+        assert!(Regex::new(&vec!["a"; MAX_PATTERN_ALTERNATIVES + 1].join("|")).is_ok());
+        let error = Regex::new("^(?:(?:a{1000}){1000}){1000}$").unwrap_err();
+        assert!(error.reason.contains("automaton larger than"), "{error}");
+        assert!(Regex::new("a{4294967296}").unwrap_err().reason.contains("repetition count"));
+    }
+
+    #[test]
+    fn hostile_texts_match_in_linear_time() {
+        let text = format!("{}!", "a".repeat(10_000));
+        for source in ["^(a+)+$", "^(a|a)*$", "^(a|aa)+$", "(a*)*b", "^(\\w+\\s?)*$", "^([a-z]+)*[0-9]$"] {
+            let regex = Regex::new(source).unwrap();
+            let start = std::time::Instant::now();
+            assert!(!regex.is_match(&text), "{source}");
+            assert!(start.elapsed() < std::time::Duration::from_secs(1), "{source}: {:?}", start.elapsed());
+        }
+    }
+
+    proptest::proptest! {
+        /// Random patterns over a few constructs, random texts over a few characters: the
+        /// linear engine and the ECMAScript engine agree (texts are short, so backtracking
+        /// stays cheap).
+        #[test]
+        fn the_linear_engine_agrees_with_ecmascript_on_random_patterns(
+            atoms in proptest::collection::vec((0usize..18, 0usize..8), 1..6),
+            anchors in 0usize..4,
+            text in proptest::collection::vec(proptest::sample::select(vec!['a', 'b', '-', ' ', '\n', 'é', '1', 'Z']), 0..8),
+        ) {
+            const ATOMS: [&str; 18] = [
+                "a", "b", ".", "\\d", "\\w", "\\s", "[ab]", "[^a]", "(a|b)", "(?:ab|b)", "\\b", "\\B", "é",
+                "[a-z]", "(a*)", "-", "[\\s\\d]", "(?:a|)",
+            ];
+            const QUANTIFIERS: [&str; 8] = ["", "", "*", "+", "?", "{2}", "{1,2}", "*?"];
+            let mut source: String = atoms
+                .iter()
+                .map(|&(a, q)| {
+                    let quantifier = if ATOMS[a].starts_with('\\') && "bB".contains(&ATOMS[a][1..]) { "" } else { QUANTIFIERS[q] };
+                    format!("{}{quantifier}", ATOMS[a])
+                })
+                .collect();
+            if anchors & 1 == 1 {
+                source.insert(0, '^');
+            }
+            if anchors & 2 == 2 {
+                source.push('$');
+            }
+            let text: String = text.into_iter().collect();
+            let regex = Regex::new(&source).unwrap();
+            proptest::prop_assert_eq!(regex.is_match(&text), ecmascript(&source, &text), "{:?} on {:?}", source, text);
+        }
     }
 }

@@ -12,24 +12,64 @@ use pi_protocol_runtime::checks::{bound, has_max_length, has_min_length};
 use pi_protocol_runtime::{ProtocolError, Rule};
 use serde_json::Value;
 
+use super::json::Json;
 use super::program::{Bound, CheckTree, Program, TextChecks};
 
 /// Checks `tree` on `value`; the error's path leads from `value` to the failing part.
-pub(super) fn check(program: &Program, tree: &CheckTree, value: &Value) -> Result<(), ProtocolError> {
+pub(super) fn check(program: &Program, tree: &CheckTree, value: &Json<'_>) -> Result<(), ProtocolError> {
+    match value {
+        Json::Text(text) => check_text(program, &tree.text, text),
+        Json::Array(items) => {
+            check_items(tree, items.len())?;
+            if let Some(element) = &tree.items {
+                for (index, item) in items.iter().enumerate() {
+                    check(program, element, item).map_err(|e| e.at_index(index as u64))?;
+                }
+            }
+            Ok(())
+        }
+        Json::Object(entries) => {
+            if tree.keys.is_none() && tree.values.is_none() {
+                return Ok(());
+            }
+            for (index, (key, entry)) in entries.iter().enumerate() {
+                if let Some(keys) = &tree.keys {
+                    check_text(program, keys, key).map_err(|e| e.at_entry(index as u64))?;
+                }
+                if let Some(values) = &tree.values {
+                    check(program, values, entry).map_err(|e| e.at_entry(index as u64))?;
+                }
+            }
+            Ok(())
+        }
+        Json::Value(value) => check_value(program, tree, value),
+        // A payload carries no constraint.
+        Json::Payload(_) => Ok(()),
+    }
+}
+
+/// `minItems` and `maxItems` on an array of `len` items.
+fn check_items(tree: &CheckTree, len: usize) -> Result<(), ProtocolError> {
+    let len = len as u64;
+    if let Some(min) = tree.min_items.filter(|&min| len < min) {
+        return Err(violation(Rule::MinItems { min }));
+    }
+    if let Some(max) = tree.max_items.filter(|&max| len > max) {
+        return Err(violation(Rule::MaxItems { max }));
+    }
+    Ok(())
+}
+
+/// Checks `tree` on a `serde_json` value (a number, a literal, or a payload decoded whole).
+fn check_value(program: &Program, tree: &CheckTree, value: &Value) -> Result<(), ProtocolError> {
     match value {
         Value::String(text) => check_text(program, &tree.text, text),
         Value::Number(number) => check_bounds(&tree.bounds, number.as_f64().unwrap_or(f64::NAN)),
         Value::Array(items) => {
-            let len = items.len() as u64;
-            if let Some(min) = tree.min_items.filter(|&min| len < min) {
-                return Err(violation(Rule::MinItems { min }));
-            }
-            if let Some(max) = tree.max_items.filter(|&max| len > max) {
-                return Err(violation(Rule::MaxItems { max }));
-            }
+            check_items(tree, items.len())?;
             if let Some(element) = &tree.items {
                 for (index, item) in items.iter().enumerate() {
-                    check(program, element, item).map_err(|e| e.at_index(index as u64))?;
+                    check_value(program, element, item).map_err(|e| e.at_index(index as u64))?;
                 }
             }
             Ok(())
@@ -43,7 +83,7 @@ pub(super) fn check(program: &Program, tree: &CheckTree, value: &Value) -> Resul
                     check_text(program, keys, key).map_err(|e| e.at_entry(index as u64))?;
                 }
                 if let Some(values) = &tree.values {
-                    check(program, values, entry).map_err(|e| e.at_entry(index as u64))?;
+                    check_value(program, values, entry).map_err(|e| e.at_entry(index as u64))?;
                 }
             }
             Ok(())

@@ -19,7 +19,7 @@
 use pi_protocol_runtime::{
     key_equals, JsonTypes, LiteralEntry, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
 };
-use serde_json::{Map, Value};
+pub(super) use super::json::Json;
 
 use crate::model::LiteralValue;
 
@@ -30,7 +30,7 @@ use super::program::{
 };
 
 /// What decoding a value gives: the value as JSON, or the error.
-type Decoded = Result<Value, ProtocolError>;
+pub(super) type Decoded<'de> = Result<Json<'de>, ProtocolError>;
 
 /// The rest of a map that an object or a union decodes (the derive's `decode_entries`
 /// arguments): `count` entries still at the reader's cursor, and the literal entries a union
@@ -59,7 +59,7 @@ impl Program {
     /// The functions on the recursive path (this one, [`decode`](Self::decode), the entries of
     /// objects and unions) keep their frames small and leave everything else to functions kept
     /// out of line: a value nested 512 levels deep costs about a kilobyte of stack per level.
-    pub(super) fn decode_type<'de>(&self, index: usize, reader: &mut Reader<'de>) -> Decoded {
+    pub(super) fn decode_type<'de>(&self, index: usize, reader: &mut Reader<'de>) -> Decoded<'de> {
         match &self.types[index] {
             TypeCode::Struct(code) => {
                 let count = reader.enter_map()?;
@@ -75,12 +75,12 @@ impl Program {
     }
 
     /// Decodes one item of type `ty`.
-    fn decode<'de>(&self, ty: &Ty, reader: &mut Reader<'de>) -> Decoded {
+    fn decode<'de>(&self, ty: &Ty, reader: &mut Reader<'de>) -> Decoded<'de> {
         match ty {
             Ty::Named(index) => self.decode_type(*index, reader),
             Ty::Nullable(inner) => {
                 if reader.peek_null() {
-                    reader.read_null().map(|()| Value::Null)
+                    reader.read_null().map(|()| Json::NULL)
                 } else {
                     self.decode(inner, reader)
                 }
@@ -92,7 +92,7 @@ impl Program {
     }
 
     /// `decoded` once `checks` hold for it.
-    fn checked(&self, checks: Option<&CheckTree>, decoded: Value) -> Decoded {
+    fn checked<'de>(&self, checks: Option<&CheckTree>, decoded: Json<'de>) -> Decoded<'de> {
         if let Some(tree) = checks {
             check(self, tree, &decoded)?;
         }
@@ -101,46 +101,47 @@ impl Program {
 
     /// A string newtype: the text, then its checks.
     #[inline(never)]
-    fn decode_text(&self, checks: &TextChecks, reader: &mut Reader<'_>) -> Decoded {
+    fn decode_text<'de>(&self, checks: &TextChecks, reader: &mut Reader<'de>) -> Decoded<'de> {
         let text = reader.read_text()?;
         check_text(self, checks, text)?;
-        Ok(Value::String(text.to_owned()))
+        Ok(Json::Text(text))
     }
 
     /// An array: every element, its index in the path of an error.
     #[inline(never)]
-    fn decode_array<'de>(&self, element: &Ty, reader: &mut Reader<'de>) -> Decoded {
+    fn decode_array<'de>(&self, element: &Ty, reader: &mut Reader<'de>) -> Decoded<'de> {
         let count = reader.enter_array()?;
-        let mut items = Vec::with_capacity(initial_capacity::<Value>(count));
+        let mut items = Vec::with_capacity(initial_capacity::<Json<'de>>(count));
         for index in 0..count {
             items.push(self.decode(element, reader).map_err(|e| e.at_index(index as u64))?);
         }
         reader.leave();
-        Ok(Value::Array(items))
+        Ok(Json::Array(items))
     }
 
     /// A record: keys read as checked UTF-8, refused when repeated; values with their entry's
     /// position in the path of an error.
     #[inline(never)]
-    fn decode_record<'de>(&self, values: &Ty, reader: &mut Reader<'de>) -> Decoded {
+    fn decode_record<'de>(&self, values: &Ty, reader: &mut Reader<'de>) -> Decoded<'de> {
         let count = reader.enter_map()?;
-        let mut entries = Map::with_capacity(initial_capacity::<(String, Value)>(count));
+        let mut entries = Vec::with_capacity(initial_capacity::<(&str, Json<'de>)>(count));
+        let mut seen = std::collections::HashSet::with_capacity(initial_capacity::<&str>(count));
         for index in 0..count {
             let key = reader.read_key()?;
-            if entries.contains_key(key) {
+            if !seen.insert(key) {
                 return Err(ProtocolError::cbor(Rule::DuplicateKey));
             }
             let value = self.decode(values, reader).map_err(|e| e.at_entry(index as u64))?;
-            entries.insert(key.to_owned(), value);
+            entries.push((key, value));
         }
         reader.leave();
-        Ok(Value::Object(entries))
+        Ok(Json::Object(entries))
     }
 
     /// Decodes the rest of a map already entered as a `ty` (the derive's
     /// `Decode::decode_entries`): only objects and unions of them can; anything else refuses
     /// the map, as the trait's default does.
-    fn decode_entries<'de>(&self, ty: &Ty, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+    fn decode_entries<'de>(&self, ty: &Ty, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
         match ty {
             Ty::Named(index) => match &self.types[*index] {
                 TypeCode::Struct(code) => self.struct_entries(code, reader, rest),
@@ -152,10 +153,10 @@ impl Program {
     }
 
     /// The entries of an object: `consumed` holds the literal entries a union already read.
-    fn struct_entries<'de>(&self, code: &StructCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+    fn struct_entries<'de>(&self, code: &StructCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
         let Rest { count, consumed } = rest;
         // One slot per member: a literal's slot holds `Null` once seen, a field's its value.
-        let mut slots: Vec<Option<Value>> = vec![None; code.members.len()];
+        let mut slots: Vec<Option<Json<'de>>> = vec![None; code.members.len()];
         see_consumed(code, &mut slots, consumed)?;
         for _ in 0..count {
             let i = member_at(code, reader)?;
@@ -168,7 +169,7 @@ impl Program {
                     let nullable = matches!(presence, Presence::Nullable | Presence::OptionalNullable);
                     slots[i] = Some(
                         if nullable && reader.peek_null() {
-                            reader.read_null().map(|()| Value::Null)
+                            reader.read_null().map(|()| Json::NULL)
                         } else {
                             self.decode(value, reader).and_then(|decoded| self.checked(checks.as_deref(), decoded))
                         }
@@ -184,7 +185,7 @@ impl Program {
     /// A union's `decode`: maps go to the map dispatch when the union tells maps apart; every
     /// other item to the literal variants of its type, then to the first variant whose type
     /// can hold it.
-    fn decode_union<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>) -> Decoded {
+    fn decode_union<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>) -> Decoded<'de> {
         let map_dispatch = !matches!(code.dispatch, DispatchCode::ByType);
         // A union of maps only enters the map (and refuses anything else as a wrong type).
         if map_dispatch && !code.non_map {
@@ -202,7 +203,7 @@ impl Program {
                 let value = probe.read_scalar()?;
                 if literal_matches(literal, &value) {
                     *reader = probe;
-                    return Ok(json.clone());
+                    return Ok(Json::Value(json.clone()));
                 }
             }
         }
@@ -216,13 +217,13 @@ impl Program {
     }
 
     /// A variant decoding the rest of a map.
-    fn variant_entries<'de>(&self, variant: &VariantCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+    fn variant_entries<'de>(&self, variant: &VariantCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
         let decoded = self.decode_entries(&variant.value, reader, rest)?;
         self.checked(variant.checks.as_deref(), decoded)
     }
 
     /// A union's `decode_entries`: the variant picked by the dispatch decodes the rest of the map.
-    fn union_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+    fn union_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
         match &code.dispatch {
             DispatchCode::Tag(tag) => self.tagged_entries(code, tag, reader, rest),
             DispatchCode::Tags(tags) => self.multi_tagged_entries(code, tags, reader, rest),
@@ -247,7 +248,7 @@ impl Program {
         tag: &'static str,
         reader: &mut Reader<'de>,
         rest: Rest<'_, 'de>,
-    ) -> Decoded {
+    ) -> Decoded<'de> {
         let Rest { count, consumed } = rest;
         let mut held: [LiteralEntry<'de>; MAX_CONSUMED_ENTRIES] = [(b"", Scalar::Null); MAX_CONSUMED_ENTRIES];
         let tag_bytes: &'static [u8] = tag.as_bytes();
@@ -282,7 +283,7 @@ impl Program {
         tags: &[&'static str],
         reader: &mut Reader<'de>,
         rest: Rest<'_, 'de>,
-    ) -> Decoded {
+    ) -> Decoded<'de> {
         let Rest { count, consumed } = rest;
         let mut values: Vec<(&str, Option<Scalar<'de>>)> = Vec::with_capacity(tags.len());
         for &tag in tags {
@@ -309,7 +310,7 @@ impl Program {
     /// Key sets: when the entry count fits one variant's range alone, that variant is tried
     /// first; otherwise (or when it fails) the keys are peeked and the first variant whose key
     /// set they fit decodes the map.
-    fn key_set_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded {
+    fn key_set_entries<'de>(&self, code: &UnionCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
         let Rest { count, consumed } = rest;
         let total = count + consumed.len();
         let fits: Vec<bool> = code
@@ -359,7 +360,7 @@ impl Program {
 #[inline(never)]
 fn see_consumed(
     code: &StructCode,
-    slots: &mut [Option<Value>],
+    slots: &mut [Option<Json<'_>>],
     consumed: &[LiteralEntry<'_>],
 ) -> Result<(), ProtocolError> {
     for &(key, value) in consumed {
@@ -387,7 +388,7 @@ fn member_at(code: &StructCode, reader: &mut Reader<'_>) -> Result<usize, Protoc
 /// Reads the value of the literal member `key` and records it.
 #[inline(never)]
 fn read_literal(
-    slot: &mut Option<Value>,
+    slot: &mut Option<Json<'_>>,
     key: &'static str,
     literal: &LiteralValue,
     reader: &mut Reader<'_>,
@@ -399,27 +400,27 @@ fn read_literal(
 /// The object of the slots read, in canonical order, once every required key is known to be
 /// there (a missing one is reported at its key, the first in canonical order).
 #[inline(never)]
-fn finish_struct(code: &StructCode, slots: Vec<Option<Value>>) -> Decoded {
-    let mut object = Map::with_capacity(code.members.len());
+fn finish_struct<'de>(code: &StructCode, slots: Vec<Option<Json<'de>>>) -> Decoded<'de> {
+    let mut object = Vec::with_capacity(code.members.len());
     for (member, slot) in code.members.iter().zip(slots) {
         match (member, slot) {
             (MemberCode::Literal { key, value }, Some(_)) => {
-                object.insert((*key).to_owned(), literal_json(value));
+                object.push((*key, Json::Value(literal_json(value))));
             }
             (MemberCode::Field { key, .. }, Some(value)) => {
-                object.insert((*key).to_owned(), value);
+                object.push((*key, value));
             }
             (MemberCode::Field { presence: Presence::Optional | Presence::OptionalNullable, .. }, None) => {}
             (member, None) => return Err(ProtocolError::schema(Rule::MissingField).at(member.key())),
         }
     }
-    Ok(Value::Object(object))
+    Ok(Json::Object(object))
 }
 
 /// Records that the literal member `key` was seen with `value`: a second time is a duplicate
 /// key, another value a `Literal` error at the key.
 fn see_literal(
-    slot: &mut Option<Value>,
+    slot: &mut Option<Json<'_>>,
     key: &'static str,
     literal: &LiteralValue,
     value: &Scalar<'_>,
@@ -427,7 +428,7 @@ fn see_literal(
     if slot.is_some() {
         return Err(ProtocolError::cbor(Rule::DuplicateKey));
     }
-    *slot = Some(Value::Null);
+    *slot = Some(Json::NULL);
     if !literal_matches(literal, value) {
         return Err(ProtocolError::schema(Rule::Literal).at(key));
     }
@@ -441,49 +442,57 @@ pub(super) mod leaf {
     use pi_protocol_runtime::{Decode, Payload, ProtocolError, Reader, Rule};
     use serde_json::Value;
 
-    use super::{retype, Decoded};
+    use super::{retype, Decoded, Json};
 
     /// A leaf type's decoder.
-    pub(in crate::interpret) type Leaf = fn(&mut Reader<'_>) -> Decoded;
+    pub(in crate::interpret) type Leaf = for<'de> fn(&mut Reader<'de>) -> Decoded<'de>;
 
     /// A text string.
-    pub(in crate::interpret) fn string(reader: &mut Reader<'_>) -> Decoded {
-        Ok(Value::String(reader.read_text()?.to_owned()))
+    pub(in crate::interpret) fn string<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        Ok(Json::Text(reader.read_text()?))
     }
 
     /// A number that is an integer (an integral float64 too), within +-(2^53 - 1).
-    pub(in crate::interpret) fn integer(reader: &mut Reader<'_>) -> Decoded {
+    pub(in crate::interpret) fn integer<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
         let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
         if value.fract() != 0.0 {
             return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
         }
-        Ok(number_value(value))
+        Ok(Json::Value(number_value(value)))
     }
 
     /// Any number.
-    pub(in crate::interpret) fn number(reader: &mut Reader<'_>) -> Decoded {
-        Ok(number_value(reader.read_number()?))
+    pub(in crate::interpret) fn number<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        Ok(Json::Value(number_value(reader.read_number()?)))
     }
 
     /// `true` or `false`.
-    pub(in crate::interpret) fn boolean(reader: &mut Reader<'_>) -> Decoded {
-        Ok(Value::Bool(reader.read_bool()?))
+    pub(in crate::interpret) fn boolean<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        Ok(Json::Value(Value::Bool(reader.read_bool()?)))
     }
 
     /// `null`.
-    pub(in crate::interpret) fn null(reader: &mut Reader<'_>) -> Decoded {
-        reader.read_null().map(|()| Value::Null)
+    pub(in crate::interpret) fn null<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        reader.read_null().map(|()| Json::NULL)
     }
 
     /// Any strict JSON value, in its wire key order.
-    pub(in crate::interpret) fn payload(reader: &mut Reader<'_>) -> Decoded {
-        Ok(Payload::decode(reader)?.to_value())
+    pub(in crate::interpret) fn payload<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        Ok(Json::Value(Payload::decode(reader)?.to_value()))
     }
 
     /// Any strict JSON value, checked as [`payload`] checks it, then dropped (`null` stands in:
     /// a payload carries no constraint a value could be tested against).
-    pub(in crate::interpret) fn payload_checked(reader: &mut Reader<'_>) -> Decoded {
-        Payload::decode(reader).map(|_| Value::Null)
+    pub(in crate::interpret) fn payload_checked<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        Payload::decode(reader).map(|_| Json::NULL)
+    }
+
+    /// Any strict JSON value, checked as [`payload`] checks it and kept as its CBOR bytes (a
+    /// slice of the input), written out as JSON only when the message is serialized.
+    pub(in crate::interpret) fn payload_span<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
+        let start = reader.position();
+        reader.skip_item()?;
+        Ok(Json::Payload(reader.input_between(start, reader.position())))
     }
 }
 

@@ -227,6 +227,9 @@ pub(super) enum Payloads {
     /// `null` once it is checked: for verdicts only, so that a large payload never becomes a
     /// value tree.
     Checked,
+    /// Its CBOR bytes once it is checked, a slice of the input, streamed as JSON when the
+    /// message is serialized.
+    Spans,
 }
 
 impl Program {
@@ -237,6 +240,7 @@ impl Program {
         let payload = match payloads {
             Payloads::Values => leaf::payload as Leaf,
             Payloads::Checked => leaf::payload_checked,
+            Payloads::Spans => leaf::payload_span,
         };
         let mut cx = Compiler { index: &index, patterns: Vec::new(), pointer: String::new(), payload };
         let mut types = Vec::with_capacity(model.types.len());
@@ -580,13 +584,21 @@ impl Compiler<'_> {
         let pattern = match &checks.pattern {
             Some(source) => {
                 let compiled = SchemaPattern::compile(source)
-                    .map_err(|e| GenError::schema(self.pointer.clone(), format!("pattern {source:?}: {e}")))?;
+                    .map_err(|e| GenError::schema(self.pointer.clone(), format!("pattern {:?}: {e}", shortened(source))))?;
                 self.patterns.push(compiled);
                 Some(self.patterns.len() - 1)
             }
             None => None,
         };
         Ok(TextChecks { min_length: checks.min_length, max_length: checks.max_length, pattern })
+    }
+}
+
+/// `source`, cut to its first 64 characters (a pattern refused for its length may be long).
+fn shortened(source: &str) -> String {
+    match source.char_indices().nth(64) {
+        Some((at, _)) => format!("{}...", &source[..at]),
+        None => source.to_owned(),
     }
 }
 

@@ -190,6 +190,17 @@ impl Visitor for Coverage {
                         self.failures.push(format!("{what}: a valid draw refused: {typed:?} / {ours:?}"));
                     }
                     self.failures.extend(difference(&what, &[typed], &[ours]));
+                    // The streaming decode (`decode --schema`) writes the same JSON, or fails alike.
+                    let whole = interpreter.decode(side, payload.as_cbor(), limits);
+                    let streamed = interpreter.decode_borrowed(side, payload.as_cbor(), limits);
+                    let same = match (&streamed, &whole) {
+                        (Ok(streamed), Ok(whole)) => serde_json::to_string(streamed).ok() == Some(whole.to_string()),
+                        (Err(streamed), Err(whole)) => streamed == whole,
+                        _ => false,
+                    };
+                    if !same {
+                        self.failures.push(format!("{what}: decode_borrowed {streamed:?} / decode {whole:?}"));
+                    }
                     if i == 0 {
                         self.valid += 1;
                         continue;
