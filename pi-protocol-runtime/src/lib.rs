@@ -29,12 +29,14 @@ pub mod error;
 pub mod frame;
 pub mod json;
 mod json_text;
+mod leaf_codec;
 pub mod limits;
 pub mod message;
 pub mod number;
 pub mod pattern;
 pub mod payload;
 pub mod record;
+mod scalar;
 pub mod serde_de;
 pub mod serde_impls;
 pub mod serde_ser;
@@ -57,7 +59,7 @@ pub use message::{
     decode_message, decode_message_shared, decode_message_with, encode_item, encode_message, encode_message_into,
     encode_message_vectored, CodecOptions, MessageDecoder, Messages,
 };
-pub use number::{Integer, Null, Number};
+pub use number::{is_encodable_number, Integer, Null, Number, MAX_SAFE_INTEGER};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};
 pub use record::Record;
 pub use text::{ArrayString, CompactString, TextStorage};

@@ -10,12 +10,12 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use crate::codec::{key_equals, Scalar};
 use crate::error::{ProtocolError, Rule};
 use crate::limits::CborLimits;
+use crate::number::is_encodable_number;
+use crate::scalar::{key_equals, JsonTypes, Scalar};
 
-/// Largest integer magnitude JSON numbers carry exactly: 2^53 - 1.
-pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+pub use crate::number::MAX_SAFE_INTEGER;
 
 /// Major types of RFC 8949.
 pub(crate) mod major {
@@ -467,8 +467,7 @@ impl<'de> Reader<'de> {
     /// are no JSON value (byte strings, tags, simple values other than `false`, `true`, `null`,
     /// floats other than float64, reserved or indefinite heads), which decoding then reports.
     #[inline]
-    pub fn peek_json_type(&self) -> crate::JsonTypes {
-        use crate::JsonTypes;
+    pub fn peek_json_type(&self) -> JsonTypes {
         let Some(&b) = self.input.get(self.pos) else { return JsonTypes::NONE };
         if b & 0x1f >= 28 {
             return JsonTypes::NONE;
@@ -945,14 +944,17 @@ impl<'de> Reader<'de> {
 /// Checks a decoded float64: finite, and a safe integer when integral.
 #[inline]
 pub(crate) fn check_float(v: f64) -> Result<(), ProtocolError> {
-    if !v.is_finite() {
-        return Err(ProtocolError::cbor(Rule::NonFiniteNumber));
+    if is_encodable_number(v) {
+        Ok(())
+    } else {
+        Err(float_error(v))
     }
-    // Every float64 beyond 2^53 - 1 in magnitude is integral, so no `fract()` (a libm call) is needed.
-    if v.abs() > MAX_SAFE_INTEGER as f64 {
-        return Err(ProtocolError::cbor(Rule::UnsafeInteger));
-    }
-    Ok(())
+}
+
+/// Why the float64 `v` is refused: not finite, or integral beyond 2^53 - 1.
+#[cold]
+fn float_error(v: f64) -> ProtocolError {
+    ProtocolError::cbor(if v.is_finite() { Rule::UnsafeInteger } else { Rule::NonFiniteNumber })
 }
 
 /// Whether `bytes` is valid UTF-8: an ASCII scan a word at a time first (keys, ids and most
@@ -1123,8 +1125,7 @@ impl<'de> Plain<'de> {
             let bytes = input.get(pos..end)?;
             if b == FLOAT64 {
                 let v = f64::from_be_bytes(bytes.get(1..)?.try_into().ok()?);
-                // `check_float` in one comparison: false for NaN and the infinities too.
-                return (v.abs() <= MAX_SAFE_INTEGER as f64).then_some(end);
+                return is_encodable_number(v).then_some(end);
             }
             return Some(end);
         }
