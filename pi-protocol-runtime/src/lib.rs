@@ -12,7 +12,7 @@
 //! assert_eq!(encode_cbor(&item, CborLimits::default()).unwrap(), vec![0xa1, 0x61, b'a', 0xf5]);
 //! ```
 
-// One `unsafe` block exists, `cbor::reader::utf8_str`, allowed there alone (see its comment).
+// One `unsafe` block exists, in `cbor::reader::text::utf8_str`, allowed there alone (see its comment).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
