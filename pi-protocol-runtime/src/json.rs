@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::cbor::builder::Builder;
+pub use crate::cbor::object::is_array_index;
 use crate::error::ProtocolError;
 use crate::frame::encode_frame;
 use crate::limits::CborLimits;
@@ -31,22 +32,6 @@ pub fn payload_in_javascript_order(text: &str) -> Result<Payload, ProtocolError>
     let mut builder = Builder::javascript_order();
     crate::json_text::read(text, &mut builder)?;
     builder.finish()
-}
-
-/// Whether `key` is a canonical array index: `0` or a decimal without leading zero, at most
-/// 4,294,967,294.
-///
-/// ```
-/// use pi_protocol_runtime::json::is_array_index;
-/// assert!(is_array_index("0") && is_array_index("10"));
-/// assert!(!is_array_index("01") && !is_array_index("-1") && !is_array_index("4294967295"));
-/// ```
-pub fn is_array_index(key: &str) -> bool {
-    let b = key.as_bytes();
-    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
-        return false;
-    }
-    key.parse::<u64>().is_ok_and(|n| n < u64::from(u32::MAX))
 }
 
 /// Reorders every object in `value`, recursively, into JavaScript property order (array

@@ -14,8 +14,8 @@
 //! (`Encode`/`DepthLimit`); the walk keeps its own stack, so deep text uses no call frames.
 
 use crate::cbor::builder::Builder;
-use crate::cbor::MAX_SAFE_INTEGER;
 use crate::error::{ErrorKind, ProtocolError, Rule};
+use crate::number::MAX_SAFE_INTEGER;
 
 /// Reads the JSON text `text` (one value, whitespace around it) into `builder`.
 ///

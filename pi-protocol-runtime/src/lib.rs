@@ -12,7 +12,7 @@
 //! assert_eq!(encode_cbor(&item, CborLimits::default()).unwrap(), vec![0xa1, 0x61, b'a', 0xf5]);
 //! ```
 
-// One `unsafe` block exists, `cbor::reader::utf8_str`, allowed there alone (see its comment).
+// One `unsafe` block exists, in `cbor::reader::text::utf8_str`, allowed there alone (see its comment).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -29,12 +29,14 @@ pub mod error;
 pub mod frame;
 pub mod json;
 mod json_text;
+mod leaf_codec;
 pub mod limits;
 pub mod message;
 pub mod number;
 pub mod pattern;
 pub mod payload;
 pub mod record;
+mod scalar;
 pub mod serde_de;
 pub mod serde_impls;
 pub mod serde_ser;
@@ -58,7 +60,7 @@ pub use message::{
     decode_message, decode_message_shared, decode_message_with, encode_item, encode_message, encode_message_into,
     encode_message_vectored, CodecOptions, MessageDecoder, Messages,
 };
-pub use number::{Integer, Null, Number};
+pub use number::{is_encodable_number, Integer, Null, Number, MAX_SAFE_INTEGER};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};
 pub use record::Record;
 pub use text::{ArrayString, CompactString, TextStorage};

@@ -1,15 +1,24 @@
 //! [`Integer`] and [`Number`]: JSON numbers as the protocol carries them (docs/PROTOCOL.md sections
 //! 2-4: integers within +-(2^53 - 1), integral float64 accepted as integers, `-0.0` kept as
-//! written), and the codec impls of the other leaf types (`String`, `bool`, [`Null`]).
+//! written) and [`Null`]: values only, below the error type and the codecs (their codec impls
+//! are in `leaf_codec.rs`).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use crate::cbor::reader::MAX_SAFE_INTEGER;
-use crate::cbor::writer::is_encodable_number;
-use crate::cbor::{Reader, Writer};
-use crate::codec::{Decode, Encode, JsonTypes, Tagged, Validate};
-use crate::error::{ProtocolError, Rule};
+/// Largest integer magnitude JSON numbers carry exactly: 2^53 - 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The float rule of docs/PROTOCOL.md section 2, in one comparison: whether the float64 `v` is
+/// a JSON number the protocol carries, that is finite and within +-(2^53 - 1) when integral.
+/// Every float64 beyond 2^53 - 1 in magnitude is integral, so no `fract()` is needed; NaN
+/// compares false and the infinities are beyond the bound. The reader, the plain-item test, the
+/// writer and the payload builder all decide with it.
+#[inline(always)]
+#[must_use]
+pub fn is_encodable_number(v: f64) -> bool {
+    v.abs() <= MAX_SAFE_INTEGER as f64
+}
 
 /// An integer within +-(2^53 - 1), as a JSON number.
 ///
@@ -25,23 +34,9 @@ use crate::error::{ProtocolError, Rule};
 /// assert!(Integer::from_f64(-0.0).unwrap().is_negative_zero());
 /// ```
 #[derive(Clone, Copy)]
-pub struct Integer(f64);
+pub struct Integer(pub(crate) f64);
 
 impl Integer {
-    /// The integer `n`, checked like every other constrained value: within +-(2^53 - 1), the
-    /// integers a JSON number holds exactly.
-    ///
-    /// # Errors
-    /// An `Encode` error with [`Rule::UnencodableNumber`] beyond +-(2^53 - 1): no peer could
-    /// read the number back exactly.
-    pub fn new(n: i64) -> Result<Self, ProtocolError> {
-        if n.unsigned_abs() <= MAX_SAFE_INTEGER {
-            Ok(Integer(n as f64))
-        } else {
-            Err(ProtocolError::new(crate::ErrorKind::Encode, Rule::UnencodableNumber))
-        }
-    }
-
     /// The number `v` when it is an integer within +-(2^53 - 1) (`-0.0` included).
     pub fn from_f64(v: f64) -> Option<Self> {
         (v.is_finite() && v.fract() == 0.0 && v.abs() <= MAX_SAFE_INTEGER as f64).then_some(Integer(v))
@@ -74,21 +69,6 @@ macro_rules! from_small {
 }
 from_small!(u8, u16, u32, i8, i16, i32);
 
-impl TryFrom<i64> for Integer {
-    type Error = ProtocolError;
-    fn try_from(n: i64) -> Result<Self, ProtocolError> {
-        Integer::new(n)
-    }
-}
-
-impl TryFrom<u64> for Integer {
-    type Error = ProtocolError;
-    fn try_from(n: u64) -> Result<Self, ProtocolError> {
-        // Beyond i64 is beyond 2^53 too: saturate and let `new` refuse it.
-        Integer::new(i64::try_from(n).unwrap_or(i64::MAX))
-    }
-}
-
 impl PartialEq for Integer {
     fn eq(&self, other: &Self) -> bool {
         self.0.to_bits() == other.0.to_bits()
@@ -119,35 +99,6 @@ impl fmt::Display for Integer {
     }
 }
 
-impl<'de> Decode<'de> for Integer {
-    const TYPES: JsonTypes = JsonTypes::NUMBER;
-
-    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
-        let v = reader.read_number().map_err(|e| retype(e, "integer"))?;
-        Integer::from_f64(v).ok_or_else(|| ProtocolError::schema(Rule::WrongType { expected: "integer" }))
-    }
-}
-
-fn retype(e: ProtocolError, expected: &'static str) -> ProtocolError {
-    if matches!(e.rule(), Rule::WrongType { .. }) {
-        ProtocolError::schema(Rule::WrongType { expected })
-    } else {
-        e
-    }
-}
-
-impl Encode for Integer {
-    fn encode(&self, writer: &mut Writer) {
-        writer.number(self.0);
-    }
-}
-
-impl Validate for Integer {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-}
-
 /// Any JSON number the protocol carries: a finite float64, within +-(2^53 - 1) when integral
 /// (schema `type: number`).
 ///
@@ -165,7 +116,7 @@ impl Validate for Integer {
 /// assert_eq!(Number::from(8).to_string(), "8");
 /// ```
 #[derive(Clone, Copy)]
-pub struct Number(f64);
+pub struct Number(pub(crate) f64);
 
 impl Number {
     /// The number `v`, or `None` when it is not finite or is integral beyond +-(2^53 - 1).
@@ -237,27 +188,6 @@ impl fmt::Display for Number {
     }
 }
 
-impl<'de> Decode<'de> for Number {
-    const TYPES: JsonTypes = JsonTypes::NUMBER;
-
-    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
-        // The reader refuses non-finite and unsafe values, so every number it returns is valid.
-        reader.read_number().map(Number)
-    }
-}
-
-impl Encode for Number {
-    fn encode(&self, writer: &mut Writer) {
-        writer.number(self.0);
-    }
-}
-
-impl Validate for Number {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-}
-
 /// The JSON value `null`, as a type (schema `type: null`).
 ///
 /// ```
@@ -267,72 +197,3 @@ impl Validate for Number {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Null;
-
-impl<'de> Decode<'de> for Null {
-    const TYPES: JsonTypes = JsonTypes::NULL;
-
-    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
-        reader.read_null().map(|()| Null)
-    }
-}
-
-impl Encode for Null {
-    fn encode(&self, writer: &mut Writer) {
-        writer.null();
-    }
-}
-
-impl Validate for Null {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-}
-
-// Leaf types are never maps: a union holding one of them tells it apart by its JSON type.
-impl Tagged for Integer {}
-impl Tagged for Number {}
-impl Tagged for Null {}
-impl Tagged for String {}
-impl Tagged for bool {}
-
-// ----------------------------------------------------------- leaf impls
-
-impl<'de> Decode<'de> for String {
-    const TYPES: JsonTypes = JsonTypes::STRING;
-
-    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
-        reader.read_text().map(str::to_owned)
-    }
-}
-
-impl Encode for String {
-    fn encode(&self, writer: &mut Writer) {
-        writer.text(self);
-    }
-}
-
-impl Validate for String {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-}
-
-impl<'de> Decode<'de> for bool {
-    const TYPES: JsonTypes = JsonTypes::BOOLEAN;
-
-    fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {
-        reader.read_bool()
-    }
-}
-
-impl Encode for bool {
-    fn encode(&self, writer: &mut Writer) {
-        writer.bool(*self);
-    }
-}
-
-impl Validate for bool {
-    fn validate(&self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-}

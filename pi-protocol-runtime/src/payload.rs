@@ -7,13 +7,14 @@ use bytes::Bytes;
 use serde_json::{Map, Number, Value};
 
 use crate::cbor::builder::Builder;
-use crate::cbor::reader::{ItemShape, MAX_SAFE_INTEGER};
+use crate::cbor::reader::ItemShape;
 use crate::cbor::tree::{self, TreeBuilder};
 use crate::cbor::writer::is_encodable_number;
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH};
+use crate::number::MAX_SAFE_INTEGER;
 
 /// An opaque payload (`request.call`, `response.result`, `service_update.update`): any strict
 /// JSON value — null, booleans, finite numbers, strings, arrays, objects with string keys.
@@ -251,7 +252,24 @@ impl From<&Payload> for Value {
 }
 
 /// A payload is any JSON value, so a union cannot tell it apart from anything else.
+impl Builder {
+    /// The payload the builder wrote.
+    ///
+    /// # Errors
+    /// `Encode`/`TypeRejected` when the item is incomplete.
+    pub(crate) fn finish(self) -> Result<Payload, ProtocolError> {
+        let (cbor, shape) = self.into_parts()?;
+        Ok(Payload::from_parts(cbor, shape))
+    }
+}
+
 impl crate::codec::Tagged for Payload {}
+
+impl crate::codec::KeySet for Payload {
+    const KEYS: &'static [&'static str] = &[];
+    const REQUIRED: &'static [&'static str] = &[];
+    const MAP: bool = false;
+}
 
 impl<'de> Decode<'de> for Payload {
     fn decode(reader: &mut Reader<'de>) -> Result<Self, ProtocolError> {

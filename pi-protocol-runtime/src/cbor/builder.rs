@@ -23,7 +23,6 @@ use super::reader::ItemShape;
 use super::{Reader, Writer};
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::limits::{CborLimits, MAX_CONFIGURABLE_DEPTH};
-use crate::payload::Payload;
 
 /// Writes one strict-JSON item (see the module documentation).
 #[derive(Debug, Default)]
@@ -304,11 +303,12 @@ impl Builder {
         Ok(())
     }
 
-    /// The payload written.
+    /// The item written and its shape, for [`Payload`](crate::Payload) to take over (the payload
+    /// module's `Builder::finish`; the builder stays below the payload type).
     ///
     /// # Errors
     /// `Encode`/`TypeRejected` when the item is incomplete.
-    pub(crate) fn finish(self) -> Result<Payload, ProtocolError> {
+    pub(crate) fn into_parts(self) -> Result<(Vec<u8>, ItemShape), ProtocolError> {
         if !(self.done || self.open.is_empty() && self.depth == 0 && !self.out.as_bytes().is_empty()) {
             return Err(rejected());
         }
@@ -319,7 +319,7 @@ impl Builder {
         } else {
             self.shape
         };
-        Ok(Payload::from_parts(cbor, shape))
+        Ok((cbor, shape))
     }
 
     /// Checks that a value may start here: the item is not complete, an object has its key,
@@ -373,7 +373,7 @@ impl Builder {
 /// Checks a float for [`Builder::float`].
 #[inline(always)]
 pub(crate) fn check_float(n: f64) -> Result<(), ProtocolError> {
-    if !super::is_encodable_number(n) {
+    if !crate::number::is_encodable_number(n) {
         return Err(unencodable());
     }
     Ok(())
@@ -382,7 +382,7 @@ pub(crate) fn check_float(n: f64) -> Result<(), ProtocolError> {
 /// Checks an integer for [`Builder::integer`].
 #[inline(always)]
 pub(crate) fn check_integer(n: i128) -> Result<(), ProtocolError> {
-    if n.unsigned_abs() > u128::from(super::MAX_SAFE_INTEGER) {
+    if n.unsigned_abs() > u128::from(crate::number::MAX_SAFE_INTEGER) {
         return Err(unencodable());
     }
     Ok(())
@@ -409,6 +409,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::payload::Payload;
 
     fn cbor_of(build: impl FnOnce(&mut Builder) -> Result<(), ProtocolError>) -> Result<Payload, ProtocolError> {
         let mut b = Builder::new();

@@ -14,7 +14,6 @@ use std::ops::Range;
 use super::reader::FINGERPRINT_SPREAD;
 use super::Reader;
 use crate::error::ProtocolError;
-use crate::json::is_array_index;
 use crate::limits::CborLimits;
 
 /// Keys of an object told apart by a one-word filter; past them, keys are hashed into a set.
@@ -313,6 +312,22 @@ fn filter_hash(key: &[u8]) -> u64 {
     let byte = |i: usize| u64::from(key.get(i).copied().unwrap_or(0));
     let n = key.len();
     (n as u64) ^ byte(0) << 8 ^ byte(n / 2) << 16 ^ byte(n.wrapping_sub(1)) << 24
+}
+
+/// Whether `key` is a canonical array index: `0` or a decimal without leading zero, at most
+/// 4,294,967,294.
+///
+/// ```
+/// use pi_protocol_runtime::json::is_array_index;
+/// assert!(is_array_index("0") && is_array_index("10"));
+/// assert!(!is_array_index("01") && !is_array_index("-1") && !is_array_index("4294967295"));
+/// ```
+pub fn is_array_index(key: &str) -> bool {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return false;
+    }
+    key.parse::<u64>().is_ok_and(|n| n < u64::from(u32::MAX))
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use smallvec::SmallVec;
 
 use super::reader::major;
 use super::Reader;
-use crate::codec::Scalar;
 use crate::error::ProtocolError;
+use crate::scalar::Scalar;
 
 /// How to make the nodes of one kind of tree.
 pub(crate) trait TreeBuilder {

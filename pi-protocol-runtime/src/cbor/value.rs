@@ -4,9 +4,9 @@
 use crate::cbor::tree::{self, TreeBuilder};
 use crate::cbor::writer::is_encodable_number;
 use crate::cbor::{Reader, Writer};
-use crate::codec::Scalar;
 use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::limits::CborLimits;
+use crate::scalar::Scalar;
 
 /// One item of the strict CBOR subset (docs/PROTOCOL.md section 2), as a tree.
 ///

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use bytes::Bytes;
 
 use super::reader::major;
-use super::reader::MAX_SAFE_INTEGER;
+pub use crate::number::is_encodable_number;
+use crate::number::MAX_SAFE_INTEGER;
 use crate::vectored::MIN_PAYLOAD_SEGMENT_LENGTH;
 
 /// Appends canonical CBOR items to a byte buffer.
@@ -229,10 +230,4 @@ impl Writer {
             self.payload(bytes, depth, widest);
         }
     }
-}
-
-/// Whether `n` can be written as a JSON number: finite, and within +-(2^53 - 1) when integral.
-pub fn is_encodable_number(n: f64) -> bool {
-    // Every float64 beyond 2^53 - 1 in magnitude is integral.
-    n.is_finite() && n.abs() <= MAX_SAFE_INTEGER as f64
 }
