@@ -12,18 +12,22 @@
 // Usage:
 //   node scenarios.mjs --socket PATH [--server-id UUID] [--only NAME,...] [--skip-slow] [--loose] [--pretty]
 //   node scenarios.mjs --compare PATH_A PATH_B [--only ...] [--skip-slow] [--loose]
+//   node scenarios.mjs --diff FILE_A FILE_B [--loose]
 //   node scenarios.mjs --list
 // --server-id defaults to the socket's file name (<serverId>.sock). --skip-slow leaves out the
 // 5 s handshake-deadline scenario. --loose drops error messages (codes are kept). --pretty prints
 // each transcript for reading (`a> sent`, `a< received`) instead of JSON lines. --compare runs
 // every scenario against both sockets, prints a diff of each scenario whose transcripts differ,
-// a summary line, and exits 1 on any difference.
+// a summary line, and exits 1 on any difference. --diff does the same for two saved runs (the
+// JSON lines of two --socket runs), for servers that cannot run side by side.
+import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { DEFAULT_SERVER_ID, canonical, load, log, parseArgs, sleep, usageError } from "./common.mjs";
 
 const USAGE =
   "usage: scenarios.mjs --socket PATH [--server-id UUID] [--only NAME,...] [--skip-slow] [--loose] [--pretty]\n" +
   "       scenarios.mjs --compare PATH_A PATH_B [--only NAME,...] [--skip-slow] [--loose]\n" +
+  "       scenarios.mjs --diff FILE_A FILE_B [--loose]\n" +
   "       scenarios.mjs --list";
 
 const args = parseArgs(
@@ -36,6 +40,7 @@ const args = parseArgs(
     loose: "switch",
     pretty: "switch",
     compare: "switch",
+    diff: "switch",
     list: "switch",
   },
   USAGE,
@@ -676,6 +681,44 @@ if (args.list) {
   process.exit(0);
 }
 
+/**
+ * Prints a diff of every scenario whose lines differ between two runs (by scenario name, in
+ * the left run's order; a scenario only one side has counts as differing), then a summary
+ * line; exits 1 on any difference.
+ */
+function report(leftName, rightName, leftLines, rightLines) {
+  const rightByName = new Map(rightLines.map((line) => [line.scenario, line]));
+  const names = [...leftLines.map((line) => line.scenario)];
+  for (const line of rightLines) if (!names.includes(line.scenario)) names.push(line.scenario);
+  const leftByName = new Map(leftLines.map((line) => [line.scenario, line]));
+  let differing = 0;
+  const prettyJson = (line) => (line === undefined ? "(no such scenario)" : JSON.stringify(JSON.parse(canonical(line)), null, 1));
+  for (const name of names) {
+    const l = leftByName.get(name);
+    const r = rightByName.get(name);
+    if (l !== undefined && r !== undefined && canonical(l) === canonical(r)) continue;
+    differing++;
+    process.stdout.write(`scenario ${name} differs (- ${leftName}, + ${rightName}):\n`);
+    process.stdout.write(diffLines(prettyJson(l), prettyJson(r)) + "\n");
+  }
+  process.stdout.write(`scenarios: ${names.length - differing} identical, ${differing} differ\n`);
+  process.exit(differing === 0 ? 0 : 1);
+}
+
+function readRun(file) {
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line));
+}
+
+if (args.diff) {
+  if (args._.length !== 2) usageError("--diff takes exactly two files", USAGE);
+  const [left, right] = args._;
+  const strip = (lines) => (args.loose ? lines.map(dropMessages) : lines);
+  report(left, right, strip(readRun(left)), strip(readRun(right)));
+}
+
 const chosen = chooseScenarios();
 if (args.compare) {
   if (args._.length !== 2 || args.socket) usageError("--compare takes exactly two socket paths", USAGE);
@@ -684,18 +727,7 @@ if (args.compare) {
     runAll(left, serverIdOf(left), chosen, args.loose),
     runAll(right, serverIdOf(right), chosen, args.loose),
   ]);
-  let differing = 0;
-  for (let index = 0; index < chosen.length; index++) {
-    const l = canonical(leftLines[index]);
-    const r = canonical(rightLines[index]);
-    if (l === r) continue;
-    differing++;
-    process.stdout.write(`scenario ${chosen[index].name} differs (- ${left}, + ${right}):\n`);
-    const pretty = (line) => JSON.stringify(JSON.parse(line), null, 1);
-    process.stdout.write(diffLines(pretty(l), pretty(r)) + "\n");
-  }
-  process.stdout.write(`scenarios: ${chosen.length - differing} identical, ${differing} differ\n`);
-  process.exit(differing === 0 ? 0 : 1);
+  report(left, right, leftLines, rightLines);
 } else {
   if (!args.socket || args._.length > 0) usageError("--socket PATH is needed", USAGE);
   const serverId = args["server-id"] ?? serverIdOf(args.socket);
