@@ -661,7 +661,19 @@ function diffLines(left, right) {
   }
   while (i < a.length) out.push(`- ${a[i++]}`);
   while (j < b.length) out.push(`+ ${b[j++]}`);
-  return out.join("\n");
+  // Keep CONTEXT unchanged lines around each change; elide the rest.
+  const CONTEXT = 4;
+  const near = out.map(() => false);
+  out.forEach((line, index) => {
+    if (line.startsWith("  ")) return;
+    for (let k = Math.max(0, index - CONTEXT); k <= Math.min(out.length - 1, index + CONTEXT); k++) near[k] = true;
+  });
+  const shown = [];
+  out.forEach((line, index) => {
+    if (near[index]) shown.push(line);
+    else if (shown.at(-1) !== "  ...") shown.push("  ...");
+  });
+  return shown.join("\n");
 }
 
 /** A scenario's transcript for people: `a> sent`, `a< received` per connection a, b, ... */
