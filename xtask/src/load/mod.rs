@@ -118,7 +118,8 @@ enum Server {
     Driver,
     Bare,
     Reference,
-    PiServer,
+    /// The real pi-server (tests/realpeer/real-server.mjs).
+    Pi,
 }
 
 impl Server {
@@ -127,7 +128,7 @@ impl Server {
             Server::Driver => "driver",
             Server::Bare => "bare",
             Server::Reference => "reference",
-            Server::PiServer => "pi-server",
+            Server::Pi => "pi-server",
         }
     }
 }
@@ -164,7 +165,7 @@ impl Harness {
                 command.current_dir(&self.node_dir);
                 command
             }
-            Server::PiServer => {
+            Server::Pi => {
                 let (node, script) = self.pi_server.as_ref().ok_or("the real pi-server is not installed")?;
                 let script = script.to_str().ok_or("the repository's path is not UTF-8")?;
                 args.splice(0..0, [script]);
@@ -242,7 +243,7 @@ pub fn run(args: &[&str]) -> Result<(), String> {
         servers.push(Server::Reference);
     }
     if settings.pi_server {
-        servers.push(Server::PiServer);
+        servers.push(Server::Pi);
     }
     let mut bench = Vec::new();
     let mut failures = Vec::new();
