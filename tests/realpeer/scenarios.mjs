@@ -14,13 +14,16 @@
 //   node scenarios.mjs --compare PATH_A PATH_B [--only ...] [--skip-slow] [--loose]
 //   node scenarios.mjs --diff FILE_A FILE_B [--loose]
 //   node scenarios.mjs --list
-// --server-id defaults to the socket's file name (<serverId>.sock). --skip-slow leaves out the
+// A socket may also be `tcp:HOST:PORT`. --server-id defaults to the socket's file name
+// (<serverId>.sock), or for TCP to 3b241101-e2bb-4255-8caf-4136c566a962. --skip-slow leaves out the
 // 5 s handshake-deadline scenario. --loose drops error messages (codes are kept). --pretty prints
 // each transcript for reading (`a> sent`, `a< received`) instead of JSON lines. --compare runs
 // every scenario against both sockets, prints a diff of each scenario whose transcripts differ,
 // a summary line, and exits 1 on any difference. --diff does the same for two saved runs (the
 // JSON lines of two --socket runs), for servers that cannot run side by side.
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import net from "node:net";
 import { basename } from "node:path";
 import { DEFAULT_SERVER_ID, canonical, load, log, parseArgs, sleep, usageError } from "./common.mjs";
 
@@ -46,7 +49,7 @@ const args = parseArgs(
   USAGE,
 );
 
-const { connectUnixTestClient } = await load("@earendil-works/pi-server", "./testing");
+const { ProtocolTestClient, connectUnixTestClient } = await load("@earendil-works/pi-server", "./testing");
 const { encodeCbor, encodeFrame, PROTOCOL_VERSION } = await load("@earendil-works/pi-protocol");
 
 /** How long one wait for an expected message (or close) may take before the scenario stops. */
@@ -128,7 +131,10 @@ class Conn {
       return found;
     } catch (error) {
       if (error instanceof Stop) throw error;
-      throw new Stop(`connection closed while waiting for ${what}`);
+      const why = error?.message === "Wire connection closed" || error?.message === "Wire client is closed"
+        ? "the connection closed"
+        : `the connection failed (${error?.message ?? error})`;
+      throw new Stop(`${why} while waiting for ${what}`);
     } finally {
       clearTimeout(timer);
     }
@@ -579,7 +585,9 @@ function dropMessages(value) {
 async function runScenario(socket, serverId, entry, loose) {
   const conns = [];
   const open = async () => {
-    const client = await connectUnixTestClient(socket);
+    const client = await connectTo(socket).catch((error) => {
+      throw new Stop(`cannot connect to ${socket}: ${error?.code ?? error?.message ?? error}`);
+    });
     const conn = new Conn(client, serverId);
     conns.push(conn);
     return conn;
@@ -602,6 +610,37 @@ async function runScenario(socket, serverId, entry, loose) {
   if (stopped !== undefined) line.stopped = stopped;
   if (loose) line = dropMessages(line);
   return line;
+}
+
+/**
+ * A ProtocolTestClient on `address`: a Unix socket path, or `tcp:HOST:PORT` (wired the way
+ * pi-server's own `connectUnixTestClient` wires a Unix socket).
+ */
+async function connectTo(address) {
+  if (!address.startsWith("tcp:")) return connectUnixTestClient(address);
+  const hostPort = address.slice("tcp:".length);
+  const colon = hostPort.lastIndexOf(":");
+  const socket = net.createConnection({ host: hostPort.slice(0, colon), port: Number(hostPort.slice(colon + 1)) });
+  await once(socket, "connect");
+  socket.setNoDelay(true);
+  const write = (chunk) => new Promise((resolve, reject) => socket.write(chunk, (e) => (e ? reject(e) : resolve())));
+  const client = new ProtocolTestClient({
+    send: write,
+    async sendFragmented(chunk, splitAt) {
+      await write(chunk.subarray(0, splitAt));
+      await write(chunk.subarray(splitAt));
+    },
+    async close() {
+      if (socket.destroyed) return;
+      const closed = once(socket, "close");
+      socket.destroy();
+      await closed;
+    },
+  });
+  socket.on("data", (chunk) => client.receive(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+  socket.on("error", (error) => client.fail(error));
+  socket.once("close", () => client.markClosed());
+  return client;
 }
 
 /** Runs the chosen scenarios against one socket; the slow ones run alongside the rest. */
@@ -634,6 +673,7 @@ function chooseScenarios() {
 }
 
 function serverIdOf(socket) {
+  if (socket.startsWith("tcp:")) return args["server-id"] ?? DEFAULT_SERVER_ID;
   const name = basename(socket);
   return name.endsWith(".sock") ? name.slice(0, -".sock".length) : DEFAULT_SERVER_ID;
 }
