@@ -144,16 +144,26 @@ if [ "$rust_built" = 1 ] && help_mentions "$bin/examples/server" "--unix"; then
   fi
 fi
 
-# (c) first, while every server is fresh.
+# (c) first, while every server is fresh: the three runs at once, then their diffs.
 part_c() {
   echo "== realpeer (c): ProtocolTestClient scenarios"
   if [ "$real_ok" = 0 ]; then
     fail "(c) scenarios: the real servers did not start" "$logs/real.err" "$logs/real-fresh.err"
     return
   fi
+  local runs=() name socket status=0
+  for name in real real-fresh rust; do
+    case "$name" in
+      real) socket="$real_socket" ;;
+      real-fresh) socket="$real_fresh_socket" ;;
+      rust) [ "$rust_server_ok" = 1 ] || continue; socket="$rust_socket" ;;
+    esac
+    timeout 120 "$node" "$here/scenarios.mjs" --socket "$socket" >"$logs/scenarios-$name.jsonl" 2>"$logs/scenarios-$name.err" &
+    runs+=("$!")
+  done
+  for pid in "${runs[@]}"; do wait "$pid" || status=1; done
   # Against itself first: two fresh real servers must give identical transcripts.
-  "$node" "$here/scenarios.mjs" --socket "$real_socket" >"$logs/scenarios-real.jsonl" 2>"$logs/scenarios-real.err" \
-    && "$node" "$here/scenarios.mjs" --socket "$real_fresh_socket" >"$logs/scenarios-real-fresh.jsonl" 2>"$logs/scenarios-real-fresh.err" \
+  [ "$status" = 0 ] \
     && "$node" "$here/scenarios.mjs" --diff "$logs/scenarios-real.jsonl" "$logs/scenarios-real-fresh.jsonl" >"$logs/scenarios-real-diff.txt" 2>&1 \
     && pass "(c) scenarios: two real pi-servers give identical transcripts ($(tail -1 "$logs/scenarios-real-diff.txt"))" \
     || fail "(c) scenarios: two real pi-servers" "$logs/scenarios-real.err" "$logs/scenarios-real-fresh.err" "$logs/scenarios-real-diff.txt"
@@ -161,10 +171,15 @@ part_c() {
     skip "(c) scenarios against examples/server" "examples/server has no --unix DIR yet (or did not build)"
     return
   fi
-  "$node" "$here/scenarios.mjs" --socket "$rust_socket" >"$logs/scenarios-rust.jsonl" 2>"$logs/scenarios-rust.err" \
-    && "$node" "$here/scenarios.mjs" --diff "$logs/scenarios-real-fresh.jsonl" "$logs/scenarios-rust.jsonl" >"$logs/scenarios-rust-diff.txt" 2>&1 \
-    && pass "(c) scenarios: the real pi-server and examples/server give identical transcripts ($(tail -1 "$logs/scenarios-rust-diff.txt"))" \
-    || fail "(c) scenarios: the real pi-server against examples/server" "$logs/scenarios-rust.err" "$logs/scenarios-rust-diff.txt"
+  if [ "$status" = 0 ] \
+    && "$node" "$here/scenarios.mjs" --diff "$logs/scenarios-real-fresh.jsonl" "$logs/scenarios-rust.jsonl" >"$logs/scenarios-rust-diff.txt" 2>&1; then
+    pass "(c) scenarios: the real pi-server and examples/server give identical transcripts ($(tail -1 "$logs/scenarios-rust-diff.txt"))"
+  else
+    fail "(c) scenarios: the real pi-server against examples/server (- real, + Rust): $(tail -1 "$logs/scenarios-rust-diff.txt")" "$logs/scenarios-rust.err"
+    echo "---- the differing scenarios: $(grep '^scenario .* differs' "$logs/scenarios-rust-diff.txt" | cut -d' ' -f2 | tr '\n' ' ')"
+    echo "---- the first 80 lines of the diff (all of it: REALPEER_KEEP=1, logs/scenarios-rust-diff.txt)"
+    head -80 "$logs/scenarios-rust-diff.txt"
+  fi
 }
 
 # (a) the real pi-client against the Rust server (and, first, against the real server).
@@ -312,13 +327,18 @@ part_d() {
     skip "(d) two real pi-clients through examples/router" "examples/router has no --unix yet (or did not build)"
     return
   fi
-  # How the router names a Unix upstream: --upstream-unix PATH, or --upstream unix:PATH.
-  if help_mentions "$router" "--upstream-unix"; then
+  # How the router names a Unix upstream: --upstream-unix PATH, --upstream unix:PATH, or
+  # --upstream taking a PATH as well as an ADDR.
+  local upstream_help
+  upstream_help="$("$router" --help 2>&1 | grep -e '--upstream' || true)"
+  if grep -q -e '--upstream-unix' <<<"$upstream_help"; then
     upstream=(--upstream-unix "$real_socket")
-  elif help_mentions "$router" "unix:"; then
+  elif grep -q 'unix:' <<<"$upstream_help"; then
     upstream=(--upstream "unix:$real_socket")
+  elif grep -q 'PATH' <<<"$upstream_help"; then
+    upstream=(--upstream "$real_socket")
   else
-    skip "(d) two real pi-clients through examples/router" "examples/router --help names no Unix upstream form run.sh knows (--upstream-unix PATH or --upstream unix:PATH)"
+    skip "(d) two real pi-clients through examples/router" "examples/router --help names no Unix upstream form run.sh knows (--upstream-unix PATH, --upstream unix:PATH or --upstream PATH)"
     return
   fi
   launch router "$router" --unix "$scratch/router" "${upstream[@]}" --quiet
