@@ -18,7 +18,8 @@
 #
 # Usage: tests/realpeer/run.sh   (from anywhere; the Rust programs build into CARGO_TARGET_DIR
 # when it is set, the node packages install into <repo>/target/realpeer-node; REALPEER_KEEP=1
-# keeps the scratch directory with every log)
+# keeps the scratch directory with every log; REALPEER_NO_BUILD=1 skips the cargo build and
+# uses the programs already in $CARGO_TARGET_DIR/debug, e.g. another branch's)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -78,7 +79,9 @@ export REALPEER_NODE_MODULES="$root/target/realpeer-node/node_modules"
 
 echo "== realpeer: build the Rust examples and the CLI"
 rust_built=1
-if ! (cd "$root" && cargo build --quiet --features tokio,chord --example server --example client --example router \
+if [ "${REALPEER_NO_BUILD:-0}" = 1 ]; then
+  echo "realpeer: REALPEER_NO_BUILD=1: using the programs already built in $bin"
+elif ! (cd "$root" && cargo build --quiet --features tokio,chord --example server --example client --example router \
   && cargo build --quiet -p pi-protocol-cli) >"$logs/build.log" 2>&1; then
   rust_built=0
   fail "build: cargo build of the examples and the CLI" "$logs/build.log"
@@ -123,7 +126,11 @@ wait_listening() {
 
 # help_mentions PROGRAM WORD: whether PROGRAM --help mentions WORD.
 help_mentions() {
-  "$1" --help 2>&1 | grep -q -- "$2"
+  # Read the whole help first: `grep -q` in a pipe could end it early, and with pipefail a
+  # program killed by SIGPIPE would read as "not mentioned".
+  local text
+  text="$("$1" --help 2>&1 || true)"
+  grep -q -- "$2" <<<"$text"
 }
 
 # Starts the real servers: real (the one every part uses) and real-fresh (a second one, used
