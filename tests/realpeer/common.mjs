@@ -32,11 +32,6 @@ export async function load(name, subpath = ".") {
   return import(pathToFileURL(join(root, file)).href);
 }
 
-/** The installed version of package `name`. */
-export function versionOf(name) {
-  return JSON.parse(readFileSync(join(NODE_MODULES, name, "package.json"), "utf8")).version;
-}
-
 /**
  * Reads `--flag value` pairs and bare `--switch`es from argv into an object; positional
  * arguments go to `_`. `known` maps each flag to "value" or "switch"; anything else is a usage
