@@ -92,10 +92,12 @@ SERVER_ID="3b241101-e2bb-4255-8caf-4136c566a962"
 # Waits until FILE's first line is `listening on PATH` (at most 60 s) and prints PATH.
 listening_path() {
   local file="$1" pid="$2"
-  local _
+  local _ first
   for _ in $(seq 1 600); do
-    if [ -s "$file" ] && head -1 "$file" | grep -q '^listening on '; then
-      head -1 "$file" | sed 's/^listening on //'
+    first="$(head -1 "$file" 2>/dev/null || true)"
+    # A whole first line only (the newline written), so the path is not cut short.
+    if [[ "$first" == "listening on "* ]] && [ "$(wc -l <"$file")" -ge 1 ]; then
+      echo "${first#listening on }"
       return 0
     fi
     kill -0 "$pid" 2>/dev/null || return 1
@@ -348,7 +350,13 @@ part_d() {
     skip "(d) two real pi-clients through examples/router" "examples/router --help names no Unix upstream form run.sh knows (--upstream-unix PATH, --upstream unix:PATH or --upstream PATH)"
     return
   fi
-  launch router "$router" --unix "$scratch/router" "${upstream[@]}" --quiet
+  # --unix DIR (listen on DIR/<serverId>.sock) or --unix PATH (that socket itself).
+  local listen="$scratch/router" unix_help
+  unix_help="$("$router" --help 2>&1 | grep -e '--unix' || true)"
+  if grep -q 'PATH' <<<"$unix_help"; then
+    listen="$scratch/router/$SERVER_ID.sock"
+  fi
+  launch router "$router" --unix "$listen" "${upstream[@]}" --quiet
   wait_listening router || return 0
   two_clients routed "$scratch/router" \
     && pass "(d) two real pi-clients at once through examples/router to the real pi-server" \
