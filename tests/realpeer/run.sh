@@ -24,6 +24,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
+# cargo runs from $root below, so a relative CARGO_TARGET_DIR is relative to it.
+[[ "$target" == /* ]] || target="$root/$target"
 bin="$target/debug"
 
 if ! command -v npm >/dev/null 2>&1; then
