@@ -1,15 +1,21 @@
-//! `cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]`:
+//! `cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
+//! [--no-pi-server | --pi-server]`:
 //! load and faults over real sockets, on loopback (docs/PERFORMANCE.md, section "Load and
 //! faults over real sockets").
 //!
-//! Three servers, one at a time, each on a core of its own (`taskset -c 0`), the load
+//! Four servers, one at a time, each on a core of its own (`taskset -c 0`), the load
 //! generator (`examples/load`) on the other (`taskset -c 1`), when the machine has two:
 //! - `driver`: the example server (`examples/server.rs`, `--quiet`), written the documented way
 //!   (`ServerConnection` run by `io::ServerDriver`);
 //! - `bare`: `load serve-bare`, the same answers written straight on `io::ServerCodec` (the
 //!   baseline of the CPU cost);
 //! - `reference`: `xtask/load/reference-server.mjs` on the published TypeScript package, under
-//!   node (installed with npm into `<target>/load-node/` once).
+//!   node (installed with npm into `<target>/load-node/` once);
+//! - `pi-server`: the real `@earendil-works/pi-server` 0.85.1 (its testing host, with a Chord
+//!   provider of the services the generator calls), `tests/realpeer/real-server.mjs --listen
+//!   ADDR --services load`, on node 22 (`tests/realpeer/install.sh` installs both into
+//!   `<repo>/target/realpeer-node` once). Bench only: its codes differ from the example
+//!   server's, which the faults run checks.
 //!
 //! For every server and number of connections, `load bench` connects them all (the server's
 //! resident memory is sampled while they idle), then keeps 16 requests in flight on each;
@@ -18,7 +24,7 @@
 //! against the example server, whose log is checked line by line (`server_log.rs`), and
 //! against the reference server; after it, the example server must still answer.
 //!
-//! `--short` (CI): debug builds, the example server only, 256 connections for 2 seconds, then
+//! `--short` (CI): debug builds, the example server only (`--pi-server` adds the real one), 256 connections for 2 seconds, then
 //! the faults run for 12 seconds. Figures are reported, never judged: only correctness fails
 //! the run (errors of the clients, of the server's log, a server that dies or stops
 //! answering, or whose memory grows past a bound no bounded buffering reaches). The full run
@@ -39,7 +45,7 @@ use process::{clock_ticks, sample, Pinning, Running, Sample};
 use server_log::ServerLog;
 
 const USAGE: &str =
-    "usage: cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]";
+    "usage: cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference] [--no-pi-server | --pi-server]";
 
 /// How long the generator may take for one run before it is declared stuck.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
@@ -64,6 +70,8 @@ struct Settings {
     idle: f64,
     faults_seconds: f64,
     reference: bool,
+    /// Whether the real pi-server is measured too (bench only).
+    pi_server: bool,
 }
 
 fn parse(args: &[&str]) -> Result<Settings, String> {
@@ -76,6 +84,7 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
         idle: if short { 0.5 } else { 1.0 },
         faults_seconds: if short { 12.0 } else { 20.0 },
         reference: !short,
+        pi_server: !short,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -86,6 +95,8 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
         match *arg {
             "--short" => {}
             "--no-reference" => settings.reference = false,
+            "--no-pi-server" => settings.pi_server = false,
+            "--pi-server" => settings.pi_server = true,
             "--seconds" => settings.seconds = number("--seconds")?,
             "--faults-seconds" => settings.faults_seconds = number("--faults-seconds")?,
             "--connections" => {
@@ -107,6 +118,8 @@ enum Server {
     Driver,
     Bare,
     Reference,
+    /// The real pi-server (tests/realpeer/real-server.mjs).
+    Pi,
 }
 
 impl Server {
@@ -115,6 +128,7 @@ impl Server {
             Server::Driver => "driver",
             Server::Bare => "bare",
             Server::Reference => "reference",
+            Server::Pi => "pi-server",
         }
     }
 }
@@ -123,6 +137,8 @@ impl Server {
 struct Harness {
     examples: PathBuf,
     node_dir: PathBuf,
+    /// node 22 and the real pi-server's script, when it is measured.
+    pi_server: Option<(PathBuf, PathBuf)>,
     pinning: Pinning,
     ticks: f64,
 }
@@ -148,6 +164,13 @@ impl Harness {
                 let mut command = self.pinning.command(0, Path::new("node"), &args);
                 command.current_dir(&self.node_dir);
                 command
+            }
+            Server::Pi => {
+                let (node, script) = self.pi_server.as_ref().ok_or("the real pi-server is not installed")?;
+                let script = script.to_str().ok_or("the repository's path is not UTF-8")?;
+                args.splice(0..0, [script]);
+                args.extend(["--services", "load", "--quiet"]);
+                self.pinning.command(0, node, &args)
             }
         };
         Running::start(server.name(), command)
@@ -182,10 +205,23 @@ pub fn run(args: &[&str]) -> Result<(), String> {
             None => install_reference(&root, &node_dir)?,
         }
     }
+    let pi_server = if settings.pi_server {
+        match install_pi_server(&root) {
+            Ok(node) => Some((node, root.join("tests/realpeer/real-server.mjs"))),
+            Err(why) => {
+                println!("load: the pi-server column is skipped: {why}");
+                settings.pi_server = false;
+                None
+            }
+        }
+    } else {
+        None
+    };
     check_open_files(FAULT_CONNECTIONS.max(settings.connections.iter().copied().max().unwrap_or(0)))?;
     let harness = Harness {
         examples: target.join(if settings.short { "debug" } else { "release" }).join("examples"),
         node_dir,
+        pi_server,
         pinning: Pinning::detect(),
         ticks: clock_ticks(),
     };
@@ -205,6 +241,9 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     }
     if settings.reference {
         servers.push(Server::Reference);
+    }
+    if settings.pi_server {
+        servers.push(Server::Pi);
     }
     let mut bench = Vec::new();
     let mut failures = Vec::new();
@@ -310,6 +349,24 @@ fn install_reference(root: &Path, node_dir: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Installs node 22 and the real pi programs (`tests/realpeer/install.sh`, which skips what is
+/// already there) and returns node 22's path.
+fn install_pi_server(root: &Path) -> Result<PathBuf, String> {
+    let output = Command::new("bash")
+        .arg(root.join("tests/realpeer/install.sh"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run bash tests/realpeer/install.sh: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("tests/realpeer/install.sh failed ({})", output.status));
+    }
+    let node = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if node.is_empty() {
+        return Err("tests/realpeer/install.sh printed no node path".to_owned());
+    }
+    Ok(PathBuf::from(node))
 }
 
 /// Fails early when a process may not open a socket per connection (and some to spare).
@@ -531,7 +588,8 @@ fn after_faults(harness: &Harness, address: &str) -> Result<Value, String> {
 }
 
 /// The ratios the targets are stated in, per number of connections: the driver's CPU per
-/// message over the bare server's, its messages per second over the reference's.
+/// message over the bare server's, its messages per second (and per CPU second) over the
+/// reference's and the real pi-server's.
 fn ratios(bench: &[Value]) -> Value {
     let find = |server: &str, connections: &Value| {
         bench.iter().find(|b| b["server"] == server && b["connections"] == *connections)
@@ -552,6 +610,14 @@ fn ratios(bench: &[Value]) -> Value {
                 / reference["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN);
             entry["messages_per_second_driver_over_reference"] = json!(ratio);
             entry["capacity_driver_over_reference"] = json!(capacity);
+        }
+        if let Some(pi_server) = find("pi-server", connections) {
+            let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
+                / pi_server["messages_per_second"].as_f64().unwrap_or(f64::NAN);
+            let capacity = driver["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN)
+                / pi_server["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN);
+            entry["messages_per_second_driver_over_pi_server"] = json!(ratio);
+            entry["capacity_driver_over_pi_server"] = json!(capacity);
         }
         ratios.push(entry);
     }
@@ -622,9 +688,9 @@ fn load_average() -> f64 {
 /// and number of connections, the ratios on the driver's rows.
 fn print_table(bench: &[Value], ratios: &Value) {
     println!(
-        "\n| connections | server | messages/s | p50 latency | p99 latency | server CPU/message | server busy / waiting for its core | idle bytes/conn | busy bytes/conn | driver/bare CPU | driver/reference messages/s | driver/reference messages per CPU second | load average |"
+        "\n| connections | server | messages/s | p50 latency | p99 latency | server CPU/message | server busy / waiting for its core | idle bytes/conn | busy bytes/conn | driver/bare CPU | driver/reference messages/s | driver/reference messages per CPU second | driver/pi-server messages per CPU second | load average |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let ratio = |connections: &Value, key: &str| {
         ratios
             .as_array()
@@ -641,7 +707,7 @@ fn print_table(bench: &[Value], ratios: &Value) {
         let driver = figures["server"] == "driver";
         let on_driver = |key: &str| if driver { ratio(connections, key) } else { String::new() };
         println!(
-            "| {connections} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} us | {:.0}% / {:.0}% | {:.0} | {:.0} | {} | {} | {} | {:.1} |",
+            "| {connections} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} us | {:.0}% / {:.0}% | {:.0} | {:.0} | {} | {} | {} | {} | {:.1} |",
             figures["server"].as_str().unwrap_or_default(),
             f("messages_per_second"),
             latency("p50"),
@@ -654,6 +720,7 @@ fn print_table(bench: &[Value], ratios: &Value) {
             on_driver("cpu_per_message_driver_over_bare"),
             on_driver("messages_per_second_driver_over_reference"),
             on_driver("capacity_driver_over_reference"),
+            on_driver("capacity_driver_over_pi_server"),
             f("load_average"),
         );
     }
