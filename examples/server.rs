@@ -23,9 +23,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use pi_protocol::connection::{CloseReason, ServerEvent};
 use pi_protocol::io::{unix::UnixSocketListener, Accept};
 use pi_protocol::server::{Call, CallError, CallResult, Context, Server, Service};
-use pi_protocol::connection::{CloseReason, ServerEvent};
 use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
 use serde_json::{json, Value};
 
@@ -63,7 +63,8 @@ impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
         let (service, member, args) = (call.service_id(), call.member(), call.args_json());
         // Chord's refusals, as the reference's provider words them.
-        let not_allowed = || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
+        let not_allowed =
+            || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
         if !matches!(service, "demo.echo" | "demo.slow" | "demo.counter" | "$chord.service" | "session") {
             return Err(not_allowed());
         }

@@ -508,15 +508,14 @@ impl Regex {
             .onepass_size_limit(Some(MAX_PATTERN_AUTOMATON))
             .dfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
             .hybrid_cache_capacity(MAX_PATTERN_AUTOMATON);
-        let inner = regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| {
-            PatternError {
+        let inner =
+            regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| PatternError {
                 position: None,
                 reason: format!(
                     "the pattern compiles to an automaton larger than {MAX_PATTERN_AUTOMATON} bytes; \
                      write smaller repetition counts (`{{n}}`) or narrower classes"
                 ),
-            }
-        })?;
+            })?;
         Ok(Regex { inner })
     }
 
@@ -633,23 +632,135 @@ mod linear_tests {
     }
 
     const TEXTS: &[&str] = &[
-        "", "a", "aa", "ab", "ba", "abc", "a-b", "A", "0", "09", "_", " ", "\t", "\n", "\r", "a\nb", "\u{2028}",
-        "\u{a0}", "\u{feff}", "é", "aéb", "éa", "\u{1F600}", "a\u{1F600}b", "\u{8}", "x.y", "$", "^", "a b",
-        "aaaa", "abab", "z9_", "-", "[", "]", "\\", "\u{0}", "\u{b}", "\u{3000}", "ǅ",
+        "",
+        "a",
+        "aa",
+        "ab",
+        "ba",
+        "abc",
+        "a-b",
+        "A",
+        "0",
+        "09",
+        "_",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "a\nb",
+        "\u{2028}",
+        "\u{a0}",
+        "\u{feff}",
+        "é",
+        "aéb",
+        "éa",
+        "\u{1F600}",
+        "a\u{1F600}b",
+        "\u{8}",
+        "x.y",
+        "$",
+        "^",
+        "a b",
+        "aaaa",
+        "abab",
+        "z9_",
+        "-",
+        "[",
+        "]",
+        "\\",
+        "\u{0}",
+        "\u{b}",
+        "\u{3000}",
+        "ǅ",
     ];
 
     #[test]
     fn the_linear_engine_agrees_with_ecmascript_on_every_construct() {
         let patterns = [
-            "", "a", "^a", "a$", "^a$", "^$", "ab|ba", "^(a|b)+$", "^(?:ab)*$", "^a*?$", "^a{2}$", "^a{1,}$",
-            "^a{0,1}b", "a{2,3}", ".", "^.$", "^.*$", "^.+$", "\\d", "\\D", "^\\d+$", "\\w", "^\\W$", "\\s",
-            "^\\S+$", "\\b", "\\B", "a\\b", "\\Ba", "^\\B$", "[abc]", "[^abc]", "^[^a]$", "[a-c]", "[\\d_]",
-            "[\\w-]", "[\\b]", "[-a]", "[a-]", "[\\-]", "[^]", "[]", "^[\\s\\S]$", "\\u0061", "\\u{1F600}",
-            "\\uD83D\\uDE00", "^[\\uD83D\\uDE00]$", "\\uD83D", "[\\uD800-\\uDFFF]", "\\x41", "\\t", "\\n", "\\v",
-            "\\f", "\\r", "\\0", "\\cA", "\\.", "\\$", "\\^", "\\/", "\\\\", "\\[", "\\]", "\\(", "\\{",
-            "(?<name>a)b", "^(a+)+$", "^[a-z]+(-[a-z]+)*$", "^[a-z][a-z0-9_.]*$", "^https://", "^#",
-            "\\p{L}", "^\\p{Lu}$", "\\P{L}", "^\\p{Script=Greek}+$", "[\\p{N}a]", "é", "^é$", "ǅ",
-            "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", "a|", "|", "(|a)b",
+            "",
+            "a",
+            "^a",
+            "a$",
+            "^a$",
+            "^$",
+            "ab|ba",
+            "^(a|b)+$",
+            "^(?:ab)*$",
+            "^a*?$",
+            "^a{2}$",
+            "^a{1,}$",
+            "^a{0,1}b",
+            "a{2,3}",
+            ".",
+            "^.$",
+            "^.*$",
+            "^.+$",
+            "\\d",
+            "\\D",
+            "^\\d+$",
+            "\\w",
+            "^\\W$",
+            "\\s",
+            "^\\S+$",
+            "\\b",
+            "\\B",
+            "a\\b",
+            "\\Ba",
+            "^\\B$",
+            "[abc]",
+            "[^abc]",
+            "^[^a]$",
+            "[a-c]",
+            "[\\d_]",
+            "[\\w-]",
+            "[\\b]",
+            "[-a]",
+            "[a-]",
+            "[\\-]",
+            "[^]",
+            "[]",
+            "^[\\s\\S]$",
+            "\\u0061",
+            "\\u{1F600}",
+            "\\uD83D\\uDE00",
+            "^[\\uD83D\\uDE00]$",
+            "\\uD83D",
+            "[\\uD800-\\uDFFF]",
+            "\\x41",
+            "\\t",
+            "\\n",
+            "\\v",
+            "\\f",
+            "\\r",
+            "\\0",
+            "\\cA",
+            "\\.",
+            "\\$",
+            "\\^",
+            "\\/",
+            "\\\\",
+            "\\[",
+            "\\]",
+            "\\(",
+            "\\{",
+            "(?<name>a)b",
+            "^(a+)+$",
+            "^[a-z]+(-[a-z]+)*$",
+            "^[a-z][a-z0-9_.]*$",
+            "^https://",
+            "^#",
+            "\\p{L}",
+            "^\\p{Lu}$",
+            "\\P{L}",
+            "^\\p{Script=Greek}+$",
+            "[\\p{N}a]",
+            "é",
+            "^é$",
+            "ǅ",
+            "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+            "a|",
+            "|",
+            "(|a)b",
         ];
         for source in patterns {
             let regex = Regex::new(source).unwrap_or_else(|e| panic!("{source:?}: {e}"));
@@ -697,8 +808,7 @@ mod linear_tests {
                 .unwrap();
             assert!(error.reason.contains(words), "{error}");
         }
-        let at_limit =
-            format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING), ")".repeat(MAX_PATTERN_NESTING));
+        let at_limit = format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING), ")".repeat(MAX_PATTERN_NESTING));
         assert!(Regex::new(&at_limit).is_ok());
         assert!(Regex::new(&vec!["a"; MAX_PATTERN_ALTERNATIVES + 1].join("|")).is_ok());
         let error = Regex::new("^(?:(?:a{1000}){1000}){1000}$").unwrap_err();
