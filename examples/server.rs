@@ -11,7 +11,8 @@
 //! (exit once N connections have been served; default: serve forever), `--quiet` (no event
 //! lines). The first stdout line is `listening on PATH` or `listening on ADDR`; then one JSON
 //! object a line per connection event (`ready`, `request`, `cancel`, `fenced`, `closing`,
-//! `closed`), with `conn` numbering the connections from 1.
+//! `closed`) and per thing the server did (`answered`, `route`), with `conn` numbering the
+//! connections from 1.
 //!
 //! Services: `pi.session-management` `attach`/`detach` for Sessions `session-1` and `session-2`
 //! (Session calls answer `{"ok": true}`); `demo.echo` `echo(...args)` → `{"echo": args}` (also
@@ -23,9 +24,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use pi_protocol::io::{unix::UnixSocketListener, Accept};
-use pi_protocol::server::{Call, CallError, CallResult, Context, Server, Service};
 use pi_protocol::connection::{CloseReason, ServerEvent};
+use pi_protocol::io::{unix::UnixSocketListener, Accept};
+use pi_protocol::server::{Call, CallError, CallResult, Context, Observation, Server, Service};
 use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
 use serde_json::{json, Value};
 
@@ -63,7 +64,8 @@ impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
         let (service, member, args) = (call.service_id(), call.member(), call.args_json());
         // Chord's refusals, as the reference's provider words them.
-        let not_allowed = || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
+        let not_allowed =
+            || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
         if !matches!(service, "demo.echo" | "demo.slow" | "demo.counter" | "$chord.service" | "session") {
             return Err(not_allowed());
         }
@@ -196,25 +198,29 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// Prints one connection event as a JSON line.
-fn log(conn: u64, event: &ServerEvent) {
-    let line = match event {
-        ServerEvent::Ready => json!({"conn": conn, "event": "ready"}),
-        ServerEvent::Request(r) => {
+/// Prints one connection event, answer or route as a JSON line.
+fn log(conn: u64, seen: Observation<'_>) {
+    let line = match seen {
+        Observation::Answered { id, ok } => json!({"conn": conn, "event": "answered", "id": id.as_str(), "ok": ok}),
+        Observation::Route(route) => json!({"conn": conn, "event": "route", "route": route}),
+        Observation::Event(ServerEvent::Ready) => json!({"conn": conn, "event": "ready"}),
+        Observation::Event(ServerEvent::Request(r)) => {
             json!({"conn": conn, "event": "request", "message": ClientMessage::Request(r.clone()).to_json()})
         }
-        ServerEvent::Cancel { id } => json!({"conn": conn, "event": "cancel", "id": id.as_str()}),
-        ServerEvent::Fenced { id, reason } => {
+        Observation::Event(ServerEvent::Cancel { id }) => json!({"conn": conn, "event": "cancel", "id": id.as_str()}),
+        Observation::Event(ServerEvent::Fenced { id, reason }) => {
             json!({"conn": conn, "event": "fenced", "id": id.as_str(), "reason": format!("{reason:?}")})
         }
-        ServerEvent::Closing { reason } => {
+        Observation::Event(ServerEvent::Closing { reason }) => {
             let offered = match reason {
                 CloseReason::UnsupportedVersion(v) => json!(v),
                 _ => Value::Null,
             };
             json!({"conn": conn, "event": "closing", "reason": reason.to_string(), "offeredVersion": offered})
         }
-        ServerEvent::Closed { release } => json!({"conn": conn, "event": "closed", "release": release}),
+        Observation::Event(ServerEvent::Closed { release }) => {
+            json!({"conn": conn, "event": "closed", "release": release})
+        }
         other => json!({"conn": conn, "event": "other", "debug": format!("{other:?}")}),
     };
     println!("{line}");

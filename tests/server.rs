@@ -26,7 +26,8 @@ impl Service for Test {
                 }
             }
             "subscribe" => Ok(Some(
-                Payload::from_value(&json!({"serviceId": "demo.counter", "mode": "singleton", "instances": []})).unwrap(),
+                Payload::from_value(&json!({"serviceId": "demo.counter", "mode": "singleton", "instances": []}))
+                    .unwrap(),
             )),
             "unsubscribe" => Ok(None),
             "publish" => {

@@ -164,7 +164,10 @@ fn violations_are_answered_with_hello_error_before_closing() {
     server.receive(&0x0100_0001u32.to_be_bytes());
     assert_eq!(
         sent(&mut server),
-        vec![hello_error("invalid_request", "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216")]
+        vec![hello_error(
+            "invalid_request",
+            "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216"
+        )]
     );
     // CBOR that is no client message.
     let mut server = ready(ServerOptions::default());

@@ -204,7 +204,10 @@ impl ServerProbe {
                         }
                         rule => rule.to_string(),
                     };
-                    ErrorBody::new(self.options.malformed_frame_code.clone(), format!("Invalid client protocol frame: {detail}"))
+                    ErrorBody::new(
+                        self.options.malformed_frame_code.clone(),
+                        format!("Invalid client protocol frame: {detail}"),
+                    )
                 };
                 self.push_expected(messages::hello_error(body));
             }
