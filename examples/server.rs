@@ -148,12 +148,21 @@ async fn main() -> std::process::ExitCode {
                 quiet = true;
                 continue;
             }
-            "-h" | "--help" => return println!("A Pi protocol version 8 server.\n\n{USAGE}").into_ok(),
+            "-h" | "--help" => {
+                println!("A Pi protocol version 8 server.\n\n{USAGE}");
+                return std::process::ExitCode::SUCCESS;
+            }
             _ => it.next(),
         };
         let parsed = match (flag.as_str(), value) {
-            ("--unix", Some(dir)) => Ok(unix = Some(dir)),
-            ("--listen", Some(addr)) => Ok(listen = addr),
+            ("--unix", Some(dir)) => {
+                unix = Some(dir);
+                Ok(())
+            }
+            ("--listen", Some(addr)) => {
+                listen = addr;
+                Ok(())
+            }
             ("--server-id", Some(id)) => ServerId::new(id).map(|id| server_id = id).map_err(|e| e.to_string()),
             ("--connections", Some(n)) => n.parse().map(|n| connections = Some(n)).map_err(|e| format!("{e}")),
             _ => Err(format!("bad argument {flag}")),
@@ -251,16 +260,5 @@ where
             let _ = tcp.set_nodelay(true);
         }
         Ok((stream, addr))
-    }
-}
-
-/// `println!` then success, in one expression.
-trait IntoOk {
-    fn into_ok(self) -> std::process::ExitCode;
-}
-
-impl IntoOk for () {
-    fn into_ok(self) -> std::process::ExitCode {
-        std::process::ExitCode::SUCCESS
     }
 }

@@ -1052,10 +1052,7 @@ impl<S: Service> ConnectionState<S> {
 
     /// While draining: once nothing is in flight, close.
     fn close_if_drained(&mut self, connection: &mut ServerConnection) {
-        if self.draining && connection.in_flight_len() == 0 && connection.is_ready() {
-            connection.disconnect();
-        } else if self.draining && !connection.is_ready() && connection.in_flight_len() == 0 && !connection.is_closed()
-        {
+        if self.draining && connection.in_flight_len() == 0 && !connection.is_closed() {
             connection.disconnect();
         }
     }
