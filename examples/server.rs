@@ -31,6 +31,12 @@ use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
 use serde_json::{json, Value};
 
 const USAGE: &str = "usage: server [--unix DIR | --listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
+const FLAGS: &str = "  --unix DIR         listen on DIR/<serverId>.sock (mode 0600, unlinked on exit)
+  --listen ADDR      listen on TCP ADDR (default 127.0.0.1:7878; port 0 picks a free port)
+  --server-id UUID   the serverId its handshake names (default 3b241101-e2bb-4255-8caf-4136c566a962)
+  --connections N    exit once N connections have been served (default: serve forever)
+  --quiet            no event lines
+  -h, --help         print this help";
 
 #[derive(Default)]
 struct Demo {
@@ -149,7 +155,7 @@ async fn main() -> std::process::ExitCode {
                 continue;
             }
             "-h" | "--help" => {
-                println!("A Pi protocol version 8 server.\n\n{USAGE}");
+                println!("A Pi protocol version 8 server on pi_protocol::server.\n\n{USAGE}\n\n{FLAGS}");
                 return std::process::ExitCode::SUCCESS;
             }
             _ => it.next(),
