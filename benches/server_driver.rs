@@ -100,8 +100,9 @@ impl pi_protocol::server::Service for BenchService {
 
 async fn high_level_server(io: DuplexStream) {
     let catalogue = Payload::from_value(&json!([
-        {"serviceId": "sessions", "mode": "singleton"},
-        {"serviceId": "session", "mode": "keyed"},
+        {"serviceId": "demo.echo", "mode": "singleton"},
+        {"serviceId": "demo.slow", "mode": "singleton"},
+        {"serviceId": "demo.counter", "mode": "singleton"},
     ]))
     .unwrap();
     let server = pi_protocol::server::Server::builder(server_id(), BenchService { catalogue }).build();

@@ -11,7 +11,8 @@
 //! (exit once N connections have been served; default: serve forever), `--quiet` (no event
 //! lines). The first stdout line is `listening on PATH` or `listening on ADDR`; then one JSON
 //! object a line per connection event (`ready`, `request`, `cancel`, `fenced`, `closing`,
-//! `closed`), with `conn` numbering the connections from 1.
+//! `closed`) and per thing the server did (`answered`, `route`), with `conn` numbering the
+//! connections from 1.
 //!
 //! Services: `pi.session-management` `attach`/`detach` for Sessions `session-1` and `session-2`
 //! (Session calls answer `{"ok": true}`); `demo.echo` `echo(...args)` → `{"echo": args}` (also
@@ -25,11 +26,17 @@ use std::time::Duration;
 
 use pi_protocol::connection::{CloseReason, ServerEvent};
 use pi_protocol::io::{unix::UnixSocketListener, Accept};
-use pi_protocol::server::{Call, CallError, CallResult, Context, Server, Service};
+use pi_protocol::server::{Call, CallError, CallResult, Context, Observation, Server, Service};
 use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
 use serde_json::{json, Value};
 
 const USAGE: &str = "usage: server [--unix DIR | --listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
+const FLAGS: &str = "  --unix DIR         listen on DIR/<serverId>.sock (mode 0600, unlinked on exit)
+  --listen ADDR      listen on TCP ADDR (default 127.0.0.1:7878; port 0 picks a free port)
+  --server-id UUID   the serverId its handshake names (default 3b241101-e2bb-4255-8caf-4136c566a962)
+  --connections N    exit once N connections have been served (default: serve forever)
+  --quiet            no event lines
+  -h, --help         print this help";
 
 #[derive(Default)]
 struct Demo {
@@ -147,12 +154,21 @@ async fn main() -> std::process::ExitCode {
                 quiet = true;
                 continue;
             }
-            "-h" | "--help" => return println!("A Pi protocol version 8 server.\n\n{USAGE}").into_ok(),
+            "-h" | "--help" => {
+                println!("A Pi protocol version 8 server on pi_protocol::server.\n\n{USAGE}\n\n{FLAGS}");
+                return std::process::ExitCode::SUCCESS;
+            }
             _ => it.next(),
         };
         let parsed = match (flag.as_str(), value) {
-            ("--unix", Some(dir)) => Ok(unix = Some(dir)),
-            ("--listen", Some(addr)) => Ok(listen = addr),
+            ("--unix", Some(dir)) => {
+                unix = Some(dir);
+                Ok(())
+            }
+            ("--listen", Some(addr)) => {
+                listen = addr;
+                Ok(())
+            }
             ("--server-id", Some(id)) => ServerId::new(id).map(|id| server_id = id).map_err(|e| e.to_string()),
             ("--connections", Some(n)) => n.parse().map(|n| connections = Some(n)).map_err(|e| format!("{e}")),
             _ => Err(format!("bad argument {flag}")),
@@ -197,25 +213,29 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// Prints one connection event as a JSON line.
-fn log(conn: u64, event: &ServerEvent) {
-    let line = match event {
-        ServerEvent::Ready => json!({"conn": conn, "event": "ready"}),
-        ServerEvent::Request(r) => {
+/// Prints one connection event, answer or route as a JSON line.
+fn log(conn: u64, seen: Observation<'_>) {
+    let line = match seen {
+        Observation::Answered { id, ok } => json!({"conn": conn, "event": "answered", "id": id.as_str(), "ok": ok}),
+        Observation::Route(route) => json!({"conn": conn, "event": "route", "route": route}),
+        Observation::Event(ServerEvent::Ready) => json!({"conn": conn, "event": "ready"}),
+        Observation::Event(ServerEvent::Request(r)) => {
             json!({"conn": conn, "event": "request", "message": ClientMessage::Request(r.clone()).to_json()})
         }
-        ServerEvent::Cancel { id } => json!({"conn": conn, "event": "cancel", "id": id.as_str()}),
-        ServerEvent::Fenced { id, reason } => {
+        Observation::Event(ServerEvent::Cancel { id }) => json!({"conn": conn, "event": "cancel", "id": id.as_str()}),
+        Observation::Event(ServerEvent::Fenced { id, reason }) => {
             json!({"conn": conn, "event": "fenced", "id": id.as_str(), "reason": format!("{reason:?}")})
         }
-        ServerEvent::Closing { reason } => {
+        Observation::Event(ServerEvent::Closing { reason }) => {
             let offered = match reason {
                 CloseReason::UnsupportedVersion(v) => json!(v),
                 _ => Value::Null,
             };
             json!({"conn": conn, "event": "closing", "reason": reason.to_string(), "offeredVersion": offered})
         }
-        ServerEvent::Closed { release } => json!({"conn": conn, "event": "closed", "release": release}),
+        Observation::Event(ServerEvent::Closed { release }) => {
+            json!({"conn": conn, "event": "closed", "release": release})
+        }
         other => json!({"conn": conn, "event": "other", "debug": format!("{other:?}")}),
     };
     println!("{line}");
@@ -246,16 +266,5 @@ where
             let _ = tcp.set_nodelay(true);
         }
         Ok((stream, addr))
-    }
-}
-
-/// `println!` then success, in one expression.
-trait IntoOk {
-    fn into_ok(self) -> std::process::ExitCode;
-}
-
-impl IntoOk for () {
-    fn into_ok(self) -> std::process::ExitCode {
-        std::process::ExitCode::SUCCESS
     }
 }

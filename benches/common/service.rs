@@ -35,8 +35,9 @@ impl Default for Service {
     fn default() -> Self {
         Service {
             catalogue: Payload::from_value(&json!([
-                {"serviceId": "sessions", "mode": "singleton"},
-                {"serviceId": "session", "mode": "keyed"},
+                {"serviceId": "demo.echo", "mode": "singleton"},
+                {"serviceId": "demo.slow", "mode": "singleton"},
+                {"serviceId": "demo.counter", "mode": "singleton"},
             ]))
             .expect("a valid payload"),
             unknown: ErrorBody::from_code("unknown_member", "No such service member").expect("a code"),

@@ -302,7 +302,7 @@ fn check_answer(frame: &[u8], seq: u64, kind: Kind, echo_answer: &Value) -> Resu
     }
     let value = success.result.as_ref().map(Payload::to_value).unwrap_or(Value::Null);
     let good = match kind {
-        Kind::Catalogue => value.as_array().is_some_and(|services| services.len() == 2),
+        Kind::Catalogue => value.as_array().is_some_and(|services| services.len() == 3),
         Kind::Echo => value == *echo_answer,
     };
     if good {

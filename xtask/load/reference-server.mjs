@@ -13,8 +13,9 @@ import { ClientMessageDecoder, encodeServerMessage, isSupportedProtocolVersion }
 
 const SERVER_ID = "3b241101-e2bb-4255-8caf-4136c566a962";
 const CATALOGUE = [
-  { serviceId: "sessions", mode: "singleton" },
-  { serviceId: "session", mode: "keyed" },
+  { serviceId: "demo.echo", mode: "singleton" },
+  { serviceId: "demo.slow", mode: "singleton" },
+  { serviceId: "demo.counter", mode: "singleton" },
 ];
 
 const argv = process.argv.slice(2);
