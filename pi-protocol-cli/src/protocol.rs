@@ -167,14 +167,15 @@ impl StreamDecoder<'_> {
             StreamDecoder::Client(decoder) => decoder.push_each(chunk, |m| sink.take(m)),
             StreamDecoder::Server(decoder) => decoder.push_each(chunk, |m| sink.take(m)),
             StreamDecoder::Interpreted { frames, interpreter, side, limits } => {
-                let result =
-                    frames.push_with(chunk, |payload, offset| match interpreter.decode_borrowed(*side, payload, *limits) {
+                let result = frames.push_with(chunk, |payload, offset| {
+                    match interpreter.decode_borrowed(*side, payload, *limits) {
                         Ok(message) => {
                             sink.take(Ok(message));
                             Ok(())
                         }
                         Err(error) => Err(error.with_offset(offset)),
-                    });
+                    }
+                });
                 if let Err(error) = result {
                     sink.take::<Value>(Err(error));
                 }

@@ -260,7 +260,9 @@ fn hostile_patterns_are_usage_errors_naming_the_pointer() {
             let stderr = String::from_utf8(out.stderr).unwrap();
             assert_eq!(out.status.code(), Some(2), "{name}, {command}: {stderr}");
             assert!(
-                stderr.starts_with(&format!("pi-protocol: {file} is not a usable schema: #/$defs/ClientMessage/properties/id/pattern: ")),
+                stderr.starts_with(&format!(
+                    "pi-protocol: {file} is not a usable schema: #/$defs/ClientMessage/properties/id/pattern: "
+                )),
                 "{name}, {command}: {stderr}"
             );
             assert!(stderr.contains("bytes long, more than the 4096"), "{name}, {command}: {stderr}");

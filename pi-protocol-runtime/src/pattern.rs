@@ -508,15 +508,14 @@ impl Regex {
             .onepass_size_limit(Some(MAX_PATTERN_AUTOMATON))
             .dfa_size_limit(Some(MAX_PATTERN_AUTOMATON))
             .hybrid_cache_capacity(MAX_PATTERN_AUTOMATON);
-        let inner = regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| {
-            PatternError {
+        let inner =
+            regex_automata::meta::Builder::new().configure(config).build_from_hir(&hir).map_err(|_| PatternError {
                 position: None,
                 reason: format!(
                     "the pattern compiles to an automaton larger than {MAX_PATTERN_AUTOMATON} bytes; \
                      write smaller repetition counts (`{{n}}`) or narrower classes"
                 ),
-            }
-        })?;
+            })?;
         Ok(Regex { inner })
     }
 
@@ -632,6 +631,7 @@ mod linear_tests {
         regress::Regex::with_flags(source, "u").expect("a valid pattern").find(text).is_some()
     }
 
+    #[rustfmt::skip]
     const TEXTS: &[&str] = &[
         "", "a", "aa", "ab", "ba", "abc", "a-b", "A", "0", "09", "_", " ", "\t", "\n", "\r", "a\nb", "\u{2028}",
         "\u{a0}", "\u{feff}", "é", "aéb", "éa", "\u{1F600}", "a\u{1F600}b", "\u{8}", "x.y", "$", "^", "a b",
@@ -640,6 +640,7 @@ mod linear_tests {
 
     #[test]
     fn the_linear_engine_agrees_with_ecmascript_on_every_construct() {
+        #[rustfmt::skip]
         let patterns = [
             "", "a", "^a", "a$", "^a$", "^$", "ab|ba", "^(a|b)+$", "^(?:ab)*$", "^a*?$", "^a{2}$", "^a{1,}$",
             "^a{0,1}b", "a{2,3}", ".", "^.$", "^.*$", "^.+$", "\\d", "\\D", "^\\d+$", "\\w", "^\\W$", "\\s",
@@ -697,8 +698,7 @@ mod linear_tests {
                 .unwrap();
             assert!(error.reason.contains(words), "{error}");
         }
-        let at_limit =
-            format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING), ")".repeat(MAX_PATTERN_NESTING));
+        let at_limit = format!("{}a{}", "(?:".repeat(MAX_PATTERN_NESTING), ")".repeat(MAX_PATTERN_NESTING));
         assert!(Regex::new(&at_limit).is_ok());
         assert!(Regex::new(&vec!["a"; MAX_PATTERN_ALTERNATIVES + 1].join("|")).is_ok());
         let error = Regex::new("^(?:(?:a{1000}){1000}){1000}$").unwrap_err();

@@ -16,10 +16,10 @@
 //! a map, which the reader refuses beyond its depth limit, and a type never holds itself
 //! without one in between (checked when the program is compiled).
 
+pub(super) use super::json::Json;
 use pi_protocol_runtime::{
     key_equals, JsonTypes, LiteralEntry, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
 };
-pub(super) use super::json::Json;
 
 use crate::model::LiteralValue;
 
@@ -217,7 +217,12 @@ impl Program {
     }
 
     /// A variant decoding the rest of a map.
-    fn variant_entries<'de>(&self, variant: &VariantCode, reader: &mut Reader<'de>, rest: Rest<'_, 'de>) -> Decoded<'de> {
+    fn variant_entries<'de>(
+        &self,
+        variant: &VariantCode,
+        reader: &mut Reader<'de>,
+        rest: Rest<'_, 'de>,
+    ) -> Decoded<'de> {
         let decoded = self.decode_entries(&variant.value, reader, rest)?;
         self.checked(variant.checks.as_deref(), decoded)
     }

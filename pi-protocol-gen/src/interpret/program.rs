@@ -583,8 +583,9 @@ impl Compiler<'_> {
     fn text(&mut self, checks: &Checks) -> Result<TextChecks> {
         let pattern = match &checks.pattern {
             Some(source) => {
-                let compiled = SchemaPattern::compile(source)
-                    .map_err(|e| GenError::schema(self.pointer.clone(), format!("pattern {:?}: {e}", shortened(source))))?;
+                let compiled = SchemaPattern::compile(source).map_err(|e| {
+                    GenError::schema(self.pointer.clone(), format!("pattern {:?}: {e}", shortened(source)))
+                })?;
                 self.patterns.push(compiled);
                 Some(self.patterns.len() - 1)
             }

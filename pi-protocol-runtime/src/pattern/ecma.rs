@@ -345,7 +345,9 @@ impl Parser {
         let unknown = || {
             self.error_at(
                 start,
-                format!("the property `\\p{{{name}}}`, unknown to the engine's Unicode tables; write its ranges as a class"),
+                format!(
+                    "the property `\\p{{{name}}}`, unknown to the engine's Unicode tables; write its ranges as a class"
+                ),
             )
         };
         let hir = regex_syntax::ParserBuilder::new().build().parse(&format!("\\p{{{name}}}")).map_err(|_| unknown())?;
