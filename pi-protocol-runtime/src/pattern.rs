@@ -631,6 +631,7 @@ mod linear_tests {
         regress::Regex::with_flags(source, "u").expect("a valid pattern").find(text).is_some()
     }
 
+    #[rustfmt::skip]
     const TEXTS: &[&str] = &[
         "",
         "a",
@@ -676,6 +677,7 @@ mod linear_tests {
 
     #[test]
     fn the_linear_engine_agrees_with_ecmascript_on_every_construct() {
+        #[rustfmt::skip]
         let patterns = [
             "",
             "a",

@@ -16,9 +16,4 @@ pub struct Field {
     pub lone_brace: String,
 }
 
-// Constructs that need a backtracking engine are refused: decoders match in linear time.
-#[derive(Codec)]
-#[codec(pattern = "^(a)\\1$")]
-pub struct Backreference(String);
-
 fn main() {}
