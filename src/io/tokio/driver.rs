@@ -365,11 +365,12 @@ impl sealed::Deadlines for ClientConnection {
 ///
 /// let mut client = ClientDriver::new(client_io, ClientConnection::new(ClientOptions::default()));
 /// assert!(matches!(client.next_event().await, Some(ClientEvent::Ready { .. })));
-/// let id = client.connection_mut().request(CallTarget::Server, Payload::from_value(&serde_json::json!([1, 2]))?)?;
+/// let call = serde_json::json!({"serviceId": "demo.echo", "member": "echo", "args": [1, 2]});
+/// let id = client.connection_mut().request(CallTarget::Server, Payload::from_value(&call)?)?;
 /// match client.next_event().await {
 ///     Some(ClientEvent::Response { id: answered, result: Ok(Some(result)) }) => {
 ///         assert_eq!(answered, id);
-///         assert_eq!(result.to_value(), serde_json::json!([1, 2]));
+///         assert_eq!(result.to_value(), call);
 ///     }
 ///     other => panic!("{other:?}"),
 /// }
