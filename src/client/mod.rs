@@ -1,10 +1,10 @@
 //! [`Client`]: an async Pi client over tokio (feature `tokio`): connect over a Unix socket, TCP
 //! or any byte stream, make requests and await their answers, follow the attachment and the
 //! updates of subscriptions, disconnect and reconnect; and find the servers of a directory with
-//! [`discover`](crate::io::unix::discover).
+//! [`crate::io::unix::discover`].
 //!
-//! One background task per connection owns the [`ClientDriver`](crate::io::ClientDriver) and the
-//! sans-IO [`ClientConnection`](crate::ClientConnection), which holds every protocol rule
+//! One background task per connection owns the [`crate::io::ClientDriver`] and the
+//! sans-IO [`crate::ClientConnection`], which holds every protocol rule
 //! (docs/PROTOCOL.md section 8): the handshake and the expected `serverId`, request ids,
 //! correlation, cancels carrying their request's target, Session calls on the current
 //! attachment. The [`Client`] handle is cheap to clone and may be used from many tasks at once.

@@ -258,7 +258,8 @@ pub struct Accepted<S, A> {
 
 type Hook = Box<dyn FnMut(&AcceptReport) + Send>;
 
-/// An accept loop with a connection limit and backoff: see the [module docs](self).
+/// An accept loop with a connection limit and backoff on resource errors (the bounds are
+/// [`AcceptOptions`], what is reported [`AcceptReport`]).
 pub struct Acceptor<L> {
     listener: L,
     options: AcceptOptions,
@@ -318,7 +319,7 @@ impl<L: Accept> Acceptor<L> {
     }
 
     /// Waits for a free slot, then accepts the next connection, pausing after resource errors
-    /// and retrying after connection errors as the [module docs](self) say.
+    /// and retrying at once after errors that concern one connection only.
     ///
     /// Cancel safe: dropping the future loses no accepted connection (the listener's own
     /// `accept` is cancel safe, and the permit is taken before it).
