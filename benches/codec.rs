@@ -16,6 +16,8 @@
 //!
 //! Throughput is the workload's stream length. Run with `cargo bench --bench codec`; a filter
 //! narrows it (`cargo bench --bench codec -- decode/small`).
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Duration;

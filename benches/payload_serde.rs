@@ -17,6 +17,8 @@
 //!
 //! Throughput is the payloads' length. Run with `cargo bench --bench payload_serde`; a filter
 //! narrows it (`cargo bench --bench payload_serde -- payload_de/large`).
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
 
 use std::fmt::Debug;
 use std::hint::black_box;

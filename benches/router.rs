@@ -23,6 +23,8 @@
 //! so that the byte accounting is part of what is measured.
 //!
 //! Run with `cargo bench --bench router`.
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -15,6 +15,8 @@
 //! The examples are built first (release, `tokio` feature). Run with
 //! `cargo bench --features tokio --bench router_loopback`; the machine's cores are shared by the
 //! bench, the servers and the router, so read the ratios within one run.
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -17,6 +17,8 @@
 //!
 //! Both servers read the calls and build the answers with the same code
 //! (`benches/common/service.rs`).
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
 
 use std::time::Duration;
 

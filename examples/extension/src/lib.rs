@@ -33,7 +33,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 /// The types generated from `schema/metrics.json` by `build.rs`: the version 8 envelopes (this
 /// crate's own copies of them) and this crate's messages.
