@@ -233,7 +233,7 @@ pub(crate) fn emit(model: &Model, source_name: &str, options: &Options) -> Resul
         sections.push(unparse(version)?);
     }
     for def in &model.types {
-        let item = unparse(cx.emit_type(def))?;
+        let item = unparse_spaced(cx.emit_type(def))?;
         sections.push(join_attributes(&item, options.max_width));
     }
     let mut out = String::new();
@@ -833,6 +833,18 @@ fn join_parts(parts: &[&str]) -> String {
 fn unparse(tokens: TokenStream) -> Result<String> {
     let file: syn::File = syn::parse2(tokens)?;
     Ok(prettyplease::unparse(&file))
+}
+
+/// Like [`unparse`], with a blank line between the items (a type and its `impl` blocks), as
+/// hand-written code separates them.
+fn unparse_spaced(tokens: TokenStream) -> Result<String> {
+    let file: syn::File = syn::parse2(tokens)?;
+    let items: Vec<String> = file
+        .items
+        .into_iter()
+        .map(|item| prettyplease::unparse(&syn::File { shebang: None, attrs: Vec::new(), items: vec![item] }))
+        .collect();
+    Ok(items.iter().map(|item| item.trim_end_matches('\n')).collect::<Vec<_>>().join("\n\n") + "\n")
 }
 
 /// `#[doc = ".."]` attributes for `text`, wrapped for an item indented by `indent` columns.

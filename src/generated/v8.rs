@@ -61,6 +61,7 @@ pub struct ServerTarget {
     #[codec(rename = "serverId")]
     pub server_id: ServerId,
 }
+
 impl ServerTarget {
     /// A [`ServerTarget`] from its required fields (`serverId`).
     #[must_use]
@@ -86,6 +87,7 @@ pub struct SessionTarget {
     #[codec(rename = "attachmentId")]
     pub attachment_id: AttachmentId,
 }
+
 impl SessionTarget {
     /// A [`SessionTarget`] from its required fields (`serverId`, `sessionId`, `attachmentId`).
     #[must_use]
@@ -115,6 +117,7 @@ pub enum RpcTarget {
     /// `{ serverId, sessionId, attachmentId }`.
     Session(SessionTarget),
 }
+
 impl RpcTarget {
     /// The `server_id` every variant holds.
     #[must_use]
@@ -138,6 +141,7 @@ pub struct ErrorBody {
     /// Human-readable description; may be empty.
     pub message: String,
 }
+
 impl ErrorBody {
     /// An [`ErrorBody`] from its required fields (`code`, `message`).
     #[must_use]
@@ -157,6 +161,7 @@ pub struct ClientHello {
     #[codec(minimum = 0)]
     pub version: Integer,
 }
+
 impl ClientHello {
     /// A [`ClientHello`] from its required fields (`version`).
     #[must_use]
@@ -179,6 +184,7 @@ pub struct Request {
     /// The call itself: opaque strict JSON (may be null).
     pub call: Payload,
 }
+
 impl Request {
     /// A [`Request`] from its required fields (`id`, `target`, `call`).
     #[must_use]
@@ -199,6 +205,7 @@ pub struct Cancel {
     /// The target the request was sent to.
     pub target: RpcTarget,
 }
+
 impl Cancel {
     /// A [`Cancel`] from its required fields (`id`, `target`).
     #[must_use]
@@ -222,6 +229,7 @@ pub enum ClientMessage {
     /// `type: "cancel"`.
     Cancel(Cancel),
 }
+
 impl ClientMessage {
     /// The `id` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
     #[must_use]
@@ -255,6 +263,7 @@ pub struct ServerHello {
     #[codec(rename = "serverId")]
     pub server_id: ServerId,
 }
+
 impl ServerHello {
     /// A [`ServerHello`] from its required fields (`serverId`).
     #[must_use]
@@ -273,6 +282,7 @@ pub struct ServerHelloError {
     /// Why the handshake failed.
     pub error: ErrorBody,
 }
+
 impl ServerHelloError {
     /// A [`ServerHelloError`] from its required fields (`error`).
     #[must_use]
@@ -294,6 +304,7 @@ pub struct SuccessResponse {
     /// The result: opaque strict JSON, absent when the call returns nothing.
     pub result: Option<Payload>,
 }
+
 impl SuccessResponse {
     /// A [`SuccessResponse`] from its required fields (`id`); the optional ones are absent until
     /// set with the `with_` methods.
@@ -322,6 +333,7 @@ pub struct ErrorResponse {
     /// Why the call failed.
     pub error: ErrorBody,
 }
+
 impl ErrorResponse {
     /// An [`ErrorResponse`] from its required fields (`id`, `error`).
     #[must_use]
@@ -343,6 +355,7 @@ pub enum Response {
     /// `ok: false`.
     Failure(ErrorResponse),
 }
+
 impl Response {
     /// The `id` every variant holds.
     #[must_use]
@@ -367,6 +380,7 @@ pub struct ServiceUpdate {
     /// The update: opaque strict JSON.
     pub update: Payload,
 }
+
 impl ServiceUpdate {
     /// A [`ServiceUpdate`] from its required fields (`subscriptionId`, `update`).
     #[must_use]
@@ -386,6 +400,7 @@ pub struct Attachment {
     #[codec(nullable)]
     pub attachment: Option<SessionTarget>,
 }
+
 impl Attachment {
     /// An [`Attachment`] from its required fields (`attachment`).
     #[must_use]

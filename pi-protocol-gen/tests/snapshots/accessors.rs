@@ -20,6 +20,7 @@ pub enum Shape {
     /// `kind: "group"`.
     Group(Group),
 }
+
 impl Shape {
     /// The `name` every variant may hold; `None` when it is absent.
     #[must_use]
@@ -58,6 +59,7 @@ pub struct Circle {
     /// The `only` property.
     pub only: bool,
 }
+
 impl Circle {
     /// A [`Circle`] from its required fields (`name`, `size`, `note`, `only`).
     #[must_use]
@@ -84,6 +86,7 @@ pub struct Square {
     #[codec(nullable)]
     pub note: Option<String>,
 }
+
 impl Square {
     /// A [`Square`] from its required fields (`name`, `size`, `note`).
     #[must_use]
@@ -103,6 +106,7 @@ pub struct Maybe {
     #[codec(nullable)]
     pub note: Option<Option<String>>,
 }
+
 impl Maybe {
     /// A [`Maybe`] with every optional field absent.
     #[must_use]
@@ -134,6 +138,7 @@ pub enum Group {
     /// `mode: "many"`.
     Many(Many),
 }
+
 impl Group {
     /// The `name` every variant holds.
     #[must_use]
@@ -154,6 +159,7 @@ pub struct Pair {
     /// The `name` property.
     pub name: String,
 }
+
 impl Pair {
     /// A [`Pair`] from its required fields (`name`).
     #[must_use]
@@ -171,6 +177,7 @@ pub struct Many {
     /// The `name` property.
     pub name: String,
 }
+
 impl Many {
     /// A [`Many`] from its required fields (`name`).
     #[must_use]

@@ -16,6 +16,7 @@ pub struct N {
     #[doc(alias = "number")]
     pub n: Integer,
 }
+
 impl N {
     /// A [`N`] from its required fields (`n`).
     #[must_use]

@@ -16,6 +16,7 @@ pub struct Tree {
     #[codec(nullable)]
     pub parent: Option<Option<Box<Tree>>>,
 }
+
 impl Tree {
     /// A [`Tree`] from its required fields (`children`); the optional ones are absent until set
     /// with the `with_` methods.
@@ -39,6 +40,7 @@ pub struct Holder {
     /// The `value` property.
     pub value: JsonValue,
 }
+
 impl Holder {
     /// A [`Holder`] from its required fields (`value`).
     #[must_use]

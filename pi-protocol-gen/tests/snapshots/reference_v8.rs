@@ -21,6 +21,7 @@ pub enum ClientMessage {
     /// `type: "cancel"`.
     Cancel(Cancel),
 }
+
 impl ClientMessage {
     /// The `id` of the variants that hold one (`Request`, `Cancel`); `None` for the others.
     #[must_use]
@@ -69,6 +70,7 @@ pub struct Hello {
     #[codec(minimum = 0)]
     pub version: Integer,
 }
+
 impl Hello {
     /// A [`Hello`] from its required fields (`version`).
     #[must_use]
@@ -90,6 +92,7 @@ pub struct Request {
     /// The `call` property.
     pub call: Payload,
 }
+
 impl Request {
     /// A [`Request`] from its required fields (`id`, `target`, `call`).
     #[must_use]
@@ -109,6 +112,7 @@ pub struct Cancel {
     /// The `target` property.
     pub target: Target,
 }
+
 impl Cancel {
     /// A [`Cancel`] from its required fields (`id`, `target`).
     #[must_use]
@@ -127,6 +131,7 @@ pub struct HelloVersion8 {
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
 }
+
 impl HelloVersion8 {
     /// A [`HelloVersion8`] from its required fields (`serverId`).
     #[must_use]
@@ -143,6 +148,7 @@ pub struct HelloError {
     /// The `error` property.
     pub error: Error,
 }
+
 impl HelloError {
     /// A [`HelloError`] from its required fields (`error`).
     #[must_use]
@@ -162,6 +168,7 @@ pub enum Response {
     /// `ok: false`.
     OkFalse(OkFalse),
 }
+
 impl Response {
     /// The `id` every variant holds.
     #[must_use]
@@ -184,6 +191,7 @@ pub struct ServiceUpdate {
     /// The `update` property.
     pub update: Payload,
 }
+
 impl ServiceUpdate {
     /// A [`ServiceUpdate`] from its required fields (`subscriptionId`, `update`).
     #[must_use]
@@ -201,6 +209,7 @@ pub struct Attachment {
     #[codec(nullable)]
     pub attachment: Option<AttachmentAttachment>,
 }
+
 impl Attachment {
     /// An [`Attachment`] from its required fields (`attachment`).
     #[must_use]
@@ -220,6 +229,7 @@ pub enum Target {
     /// `{ serverId, sessionId, attachmentId }`.
     AttachmentAttachment(AttachmentAttachment),
 }
+
 impl Target {
     /// The `server_id` every variant holds.
     #[must_use]
@@ -242,6 +252,7 @@ pub struct Error {
     /// The `message` property.
     pub message: String,
 }
+
 impl Error {
     /// An [`Error`] from its required fields (`code`, `message`).
     #[must_use]
@@ -262,6 +273,7 @@ pub struct OkTrue {
     /// The `result` property.
     pub result: Option<Payload>,
 }
+
 impl OkTrue {
     /// An [`OkTrue`] from its required fields (`id`); the optional ones are absent until set with
     /// the `with_` methods.
@@ -289,6 +301,7 @@ pub struct OkFalse {
     /// The `error` property.
     pub error: Error,
 }
+
 impl OkFalse {
     /// An [`OkFalse`] from its required fields (`id`, `error`).
     #[must_use]
@@ -312,6 +325,7 @@ pub struct AttachmentAttachment {
     #[codec(rename = "attachmentId", min_length = 1)]
     pub attachment_id: String,
 }
+
 impl AttachmentAttachment {
     /// An [`AttachmentAttachment`] from its required fields (`serverId`, `sessionId`,
     /// `attachmentId`).
@@ -334,6 +348,7 @@ pub struct Variant0 {
     #[codec(rename = "serverId", pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")]
     pub server_id: String,
 }
+
 impl Variant0 {
     /// A [`Variant0`] from its required fields (`serverId`).
     #[must_use]

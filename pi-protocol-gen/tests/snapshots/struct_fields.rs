@@ -44,6 +44,7 @@ pub struct Item {
     #[codec(values(minimum = 0))]
     pub scores: Option<Record<Number>>,
 }
+
 impl Item {
     /// An [`Item`] from its required fields (`itemId`, `count`, `match`, `parent`, `grid`); the
     /// optional ones are absent until set with the `with_` methods.
@@ -117,6 +118,7 @@ pub struct Size {
     /// The `h` property.
     pub h: Number,
 }
+
 impl Size {
     /// A [`Size`] from its required fields (`w`, `h`).
     #[must_use]

@@ -11,6 +11,7 @@ use pi_protocol_runtime::{CompactString, Number, Payload};
 #[codec(json, literal(key = "type", value = "ping"), literal(key = "v", value = 8))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Ping {}
+
 impl Ping {
     /// A [`Ping`].
     #[must_use]
@@ -28,6 +29,7 @@ pub struct Yes {
     /// The `id` property.
     pub id: String,
 }
+
 impl Yes {
     /// A [`Yes`] from its required fields (`id`).
     #[must_use]
@@ -47,6 +49,7 @@ pub struct No {
     /// The `why` property.
     pub why: String,
 }
+
 impl No {
     /// A [`No`] from its required fields (`id`, `why`).
     #[must_use]
@@ -68,6 +71,7 @@ pub enum Answer {
     /// Said no.
     OkFalse(No),
 }
+
 impl Answer {
     /// The `id` every variant holds.
     #[must_use]
@@ -99,6 +103,7 @@ pub struct Small {
     /// The `a` property.
     pub a: String,
 }
+
 impl Small {
     /// A [`Small`] from its required fields (`a`).
     #[must_use]
@@ -119,6 +124,7 @@ pub struct Big {
     /// The `c` property.
     pub c: Option<Payload>,
 }
+
 impl Big {
     /// A [`Big`] from its required fields (`a`, `b`); the optional ones are absent until set with
     /// the `with_` methods.
@@ -145,6 +151,7 @@ pub enum Either {
     /// `{ a, b, c? }`.
     Big(Big),
 }
+
 impl Either {
     /// The `a` every variant holds.
     #[must_use]
@@ -238,6 +245,7 @@ pub struct ToolFailedFalse {
     /// The `out` property.
     pub out: Payload,
 }
+
 impl ToolFailedFalse {
     /// A [`ToolFailedFalse`] from its required fields (`out`).
     #[must_use]
@@ -257,6 +265,7 @@ impl ToolFailedFalse {
 )]
 #[allow(clippy::duplicated_attributes)]
 pub struct ToolFailedTrue {}
+
 impl ToolFailedTrue {
     /// A [`ToolFailedTrue`].
     #[must_use]
@@ -271,6 +280,7 @@ impl ToolFailedTrue {
 #[codec(json, literal(key = "role", value = "bot"), literal(key = "status", value = "done"))]
 #[allow(clippy::duplicated_attributes)]
 pub struct Bot {}
+
 impl Bot {
     /// A [`Bot`].
     #[must_use]
