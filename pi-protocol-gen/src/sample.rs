@@ -42,7 +42,8 @@ use crate::model::{Checks, Member, Model, Shape, Side, Struct, TypeExpr, TypeKin
 
 mod mutate;
 
-/// A small, fast, seeded generator (SplitMix64): reproducible draws for tests and witnesses.
+/// A small, fast, seeded generator (SplitMix64): reproducible draws for tests, witnesses, the
+/// conformance generator of `cargo xtask conformance`.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
 
@@ -79,6 +80,21 @@ impl Rng {
     /// `true` with probability `1 / n`.
     pub fn one_in(&mut self, n: u64) -> bool {
         self.below(n) == 0
+    }
+
+    /// `true` with probability `percent / 100`.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// A number in `low..high` (`low` when the range is empty).
+    pub fn range(&mut self, low: u64, high: u64) -> u64 {
+        low + self.below(high.saturating_sub(low))
+    }
+
+    /// An index in `0..n` (`0` when `n` is 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
     }
 
     /// A uniform float in `[0, 1)`.

@@ -6,44 +6,8 @@
 use super::cbor::{head, Item, Width};
 use serde_json::{json, Map, Number, Value};
 
-/// A small seedable generator (SplitMix64): fast, reproducible, no dependency.
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    /// An index in `0..n`.
-    pub fn index(&mut self, n: usize) -> usize {
-        self.below(n as u64) as usize
-    }
-
-    /// True with probability `percent`/100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// One element of `items` (not empty).
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.index(items.len())]
-    }
-}
+/// The project's one seeded generator (SplitMix64), shared with the generator's sampler.
+pub use pi_protocol_gen::sample::Rng;
 
 /// Keys that trip up JavaScript objects, sorting, or key-order rules.
 const AWKWARD_KEYS: &[&str] = &[
