@@ -7,10 +7,10 @@ use clap::Args;
 use pi_protocol::{ErrorKind, ProtocolError, Rule};
 
 use crate::diag::{self, Diagnosis, MARK_OPEN};
-use crate::frames::{FrameSplitter, RawFrame};
 use crate::resolve::tag_key;
 use crate::summary::summarise;
 use crate::{io_failure, open_input, CommonArgs, Failure};
+use pi_protocol::runtime::{FrameReader, RawFrame};
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -33,7 +33,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let input = BufReader::new(open_input(&args.common.input)?);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut frames = FrameSplitter::new(input, options.frame_limit());
+    let mut frames = FrameReader::new(input, options.frame_limit());
     let mut index = 0u64;
     let mut bad = 0u64;
     let mut hint = None;
@@ -82,7 +82,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
                 writeln!(out, "frame {index}  offset {offset}  TRUNCATED: {what}").map_err(io_failure)?;
                 writeln!(out, "  error: {error}").map_err(io_failure)?;
             }
-            RawFrame::TooLong { offset, announced } => {
+            RawFrame::TooLong { offset, announced, .. } => {
                 bad += 1;
                 let limit = u64::from(options.frame_limit());
                 let rule = Rule::FrameTooLong { length: u64::from(announced), limit };

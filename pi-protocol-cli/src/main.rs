@@ -10,7 +10,6 @@ mod decode;
 mod diag;
 mod encode;
 mod explain;
-mod frames;
 mod inspect;
 mod protocol;
 mod remote;

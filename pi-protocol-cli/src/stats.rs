@@ -7,9 +7,9 @@ use clap::Args;
 use pi_protocol::{ErrorKind, ProtocolError, Rule};
 use serde_json::json;
 
-use crate::frames::{FrameSplitter, RawFrame};
 use crate::summary::{bytes, quoted, summarise};
 use crate::{describe, io_failure, open_input, CommonArgs, Failure};
+use pi_protocol::runtime::{FrameReader, RawFrame};
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
@@ -38,7 +38,7 @@ pub fn run(args: &StatsArgs) -> Result<(), Failure> {
     let (protocol, options) = args.common.protocol()?;
     let side = args.common.side.model();
     let input = BufReader::new(open_input(&args.common.input)?);
-    let mut frames = FrameSplitter::new(input, options.frame_limit());
+    let mut frames = FrameReader::new(input, options.frame_limit());
     let mut totals = Totals::default();
     let mut error: Option<ProtocolError> = None;
     let mut hint = None;
@@ -72,7 +72,7 @@ pub fn run(args: &StatsArgs) -> Result<(), Failure> {
             RawFrame::Truncated { offset, .. } => {
                 error = Some(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset));
             }
-            RawFrame::TooLong { offset, announced } => {
+            RawFrame::TooLong { offset, announced, .. } => {
                 let rule = Rule::FrameTooLong { length: u64::from(announced), limit: u64::from(options.frame_limit()) };
                 error = Some(ProtocolError::new(ErrorKind::Frame, rule).with_offset(offset));
             }

@@ -11,6 +11,55 @@ use crate::limits::{check_length, DEFAULT_MAX_FRAME_LENGTH};
 /// Length of the frame header in bytes.
 pub const FRAME_HEADER_LENGTH: usize = 4;
 
+/// A frame header: the 4-byte big-endian length of the payload that follows
+/// (docs/PROTOCOL.md section 1). [`check`](Self::check) is the one place the header rule is
+/// written; every reader of frames (the [`FrameDecoder`], the blocking
+/// [`FrameReader`](crate::FrameReader), the facade's tokio codec) asks it.
+///
+/// ```
+/// use pi_protocol_runtime::FrameHeader;
+/// let header = FrameHeader::from_bytes([0, 0, 3, 0xe9]);
+/// assert_eq!(header.payload_length(), 1001);
+/// assert_eq!(header.check(2000, 0).unwrap(), 1001);
+/// assert!(header.check(1000, 0).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    payload_length: u32,
+}
+
+impl FrameHeader {
+    /// The header these 4 bytes are.
+    #[must_use]
+    #[inline]
+    pub fn from_bytes(bytes: [u8; FRAME_HEADER_LENGTH]) -> FrameHeader {
+        FrameHeader { payload_length: u32::from_be_bytes(bytes) }
+    }
+
+    /// The payload length the header announces, in bytes (not yet checked).
+    #[must_use]
+    pub fn payload_length(self) -> u32 {
+        self.payload_length
+    }
+
+    /// The announced payload length, if it is within `max_frame_length` bytes.
+    ///
+    /// # Errors
+    /// `Frame`/`FrameTooLong` at stream offset `offset` (the header's) when the header announces
+    /// more than `max_frame_length` bytes: the frame is refused before any of its payload is read.
+    #[inline]
+    pub fn check(self, max_frame_length: u32, offset: u64) -> Result<usize, ProtocolError> {
+        if self.payload_length > max_frame_length {
+            return Err(ProtocolError::new(
+                ErrorKind::Frame,
+                Rule::FrameTooLong { length: u64::from(self.payload_length), limit: u64::from(max_frame_length) },
+            )
+            .with_offset(offset));
+        }
+        Ok(self.payload_length as usize)
+    }
+}
+
 /// Prepends the 4-byte big-endian length header to `payload`.
 ///
 /// # Errors
@@ -164,15 +213,7 @@ impl FrameDecoder {
     }
 
     fn check_header(&self, header: [u8; 4], offset: u64) -> Result<usize, ProtocolError> {
-        let len = u32::from_be_bytes(header);
-        if len > self.max_frame_length {
-            return Err(ProtocolError::new(
-                ErrorKind::Frame,
-                Rule::FrameTooLong { length: u64::from(len), limit: u64::from(self.max_frame_length) },
-            )
-            .with_offset(offset));
-        }
-        Ok(len as usize)
+        FrameHeader::from_bytes(header).check(self.max_frame_length, offset)
     }
 
     /// Feeds `chunk`, calling `on_frame(payload, offset)` for every frame it completes, in order,

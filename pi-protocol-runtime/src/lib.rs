@@ -25,6 +25,7 @@ pub mod codec;
 mod containers;
 pub mod error;
 pub mod frame;
+pub mod frame_reader;
 pub mod json;
 mod json_text;
 mod leaf_codec;
@@ -49,7 +50,8 @@ pub use codec::{
 };
 pub use containers::INITIAL_ITEMS_BYTES;
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
-pub use frame::{encode_frame, FrameDecoder, Frames, FRAME_HEADER_LENGTH};
+pub use frame::{encode_frame, FrameDecoder, FrameHeader, Frames, FRAME_HEADER_LENGTH};
+pub use frame_reader::{FrameReader, RawFrame};
 pub use limits::{
     CborLimits, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH,
     MAX_CONFIGURABLE_DEPTH, MAX_CONFIGURABLE_LENGTH,

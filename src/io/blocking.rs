@@ -1,10 +1,10 @@
 //! Blocking transport helpers over [`std::io::Read`] and [`std::io::Write`].
 
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::marker::PhantomData;
 
 use pi_protocol_runtime::{
-    decode_message, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate, FRAME_HEADER_LENGTH,
+    decode_message, encode_message_vectored, Decode, Encode, ErrorKind, FrameReader, RawFrame, Rule, Validate,
 };
 
 use super::Error;
@@ -39,9 +39,8 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// # Ok::<(), pi_protocol::io::Error>(())
 /// ```
 pub struct MessageReader<R, M> {
-    inner: R,
+    frames: FrameReader<R>,
     options: CodecOptions,
-    offset: u64,
     failed: bool,
     _message: PhantomData<fn() -> M>,
 }
@@ -56,7 +55,7 @@ impl<R, M> std::fmt::Debug for MessageReader<R, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageReader")
             .field("options", &self.options)
-            .field("offset", &self.offset)
+            .field("offset", &self.frames.offset())
             .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
@@ -70,7 +69,12 @@ impl<R: Read, M: for<'de> Decode<'de>> MessageReader<R, M> {
 
     /// A reader over `inner` applying `options`.
     pub fn with_options(inner: R, options: &CodecOptions) -> Self {
-        MessageReader { inner, options: *options, offset: 0, failed: false, _message: PhantomData }
+        MessageReader {
+            frames: FrameReader::new(inner, options.frame_limit()),
+            options: *options,
+            failed: false,
+            _message: PhantomData,
+        }
     }
 
     /// Reads the next message; `Ok(None)` at a clean end of the stream (no byte of a next frame).
@@ -93,58 +97,37 @@ impl<R: Read, M: for<'de> Decode<'de>> MessageReader<R, M> {
     }
 
     fn read_inner(&mut self) -> Result<Option<M>, Error> {
-        let mut header = [0u8; FRAME_HEADER_LENGTH];
-        let got = read_full(&mut self.inner, &mut header)?;
-        if got == 0 {
-            return Ok(None);
+        match self.frames.next_frame()? {
+            None => Ok(None),
+            Some(RawFrame::Complete { offset, payload }) => {
+                Ok(Some(decode_message::<M>(&payload, self.options.limits()).map_err(|e| e.with_offset(offset))?))
+            }
+            Some(RawFrame::Truncated { offset, .. }) => {
+                Err(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset).into())
+            }
+            Some(RawFrame::TooLong { error, .. }) => Err(error.into()),
         }
-        if got < FRAME_HEADER_LENGTH {
-            return Err(self.truncated());
-        }
-        let len = u32::from_be_bytes(header);
-        let limit = self.options.frame_limit();
-        if len > limit {
-            return Err(ProtocolError::new(
-                ErrorKind::Frame,
-                Rule::FrameTooLong { length: u64::from(len), limit: u64::from(limit) },
-            )
-            .with_offset(self.offset)
-            .into());
-        }
-        // `read_to_end` grows the buffer as bytes arrive; `take` stops it at the frame's end.
-        let mut payload = Vec::new();
-        let read = (&mut self.inner).take(u64::from(len)).read_to_end(&mut payload)?;
-        if read < len as usize {
-            return Err(self.truncated());
-        }
-        let message = decode_message::<M>(&payload, self.options.limits()).map_err(|e| e.with_offset(self.offset))?;
-        self.offset += (FRAME_HEADER_LENGTH + payload.len()) as u64;
-        Ok(Some(message))
-    }
-
-    fn truncated(&self) -> Error {
-        ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(self.offset).into()
     }
 
     /// Stream offset, in bytes, of the next frame to read (the bytes of every message returned
     /// so far).
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.frames.offset()
     }
 
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
-        &self.inner
+        self.frames.get_ref()
     }
 
     /// The underlying reader, mutably (reading from it directly desynchronises the framing).
     pub fn get_mut(&mut self) -> &mut R {
-        &mut self.inner
+        self.frames.get_mut()
     }
 
     /// Gives the underlying reader back.
     pub fn into_inner(self) -> R {
-        self.inner
+        self.frames.into_inner()
     }
 }
 
@@ -159,20 +142,6 @@ impl<R: Read, M: for<'de> Decode<'de>> Iterator for MessageReader<R, M> {
         }
         self.read_message().transpose()
     }
-}
-
-/// Reads until `buf` is full or the stream ends; returns the number of bytes read.
-fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// Validates `message`, encodes it as one frame with the default options and writes it to
@@ -277,7 +246,7 @@ pub fn write_server_message_with<W: Write + ?Sized>(
 
 #[cfg(test)]
 mod tests {
-    use std::io::Read;
+    use std::io::{self, Read};
 
     use super::*;
     use crate::Attachment;

@@ -3,8 +3,8 @@
 use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
-use pi_protocol_runtime::FRAME_HEADER_LENGTH;
 use pi_protocol_runtime::{decode_message_shared, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate};
+use pi_protocol_runtime::{FrameHeader, FRAME_HEADER_LENGTH};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::io::Error;
@@ -144,16 +144,12 @@ impl<In: for<'de> Decode<'de>, Out> Decoder for MessageCodec<In, Out> {
         if src.len() < FRAME_HEADER_LENGTH {
             return Ok(None);
         }
-        let len = u32::from_be_bytes([src[0], src[1], src[2], src[3]]);
-        let limit = self.options.frame_limit();
-        if len > limit {
-            let error = ProtocolError::new(
-                ErrorKind::Frame,
-                Rule::FrameTooLong { length: u64::from(len), limit: u64::from(limit) },
-            );
-            return Err(self.fail(error.with_offset(self.offset)));
-        }
-        let total = FRAME_HEADER_LENGTH + len as usize;
+        let header = FrameHeader::from_bytes([src[0], src[1], src[2], src[3]]);
+        let len = match header.check(self.options.frame_limit(), self.offset) {
+            Ok(len) => len,
+            Err(error) => return Err(self.fail(error)),
+        };
+        let total = FRAME_HEADER_LENGTH + len;
         if src.len() < total {
             // Deliberately no `src.reserve(total)`: the buffer grows only as bytes arrive.
             return Ok(None);
