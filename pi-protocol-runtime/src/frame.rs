@@ -29,6 +29,18 @@ pub struct FrameHeader {
 }
 
 impl FrameHeader {
+    /// The header of a frame whose payload is `payload_length` bytes.
+    #[must_use]
+    pub const fn new(payload_length: u32) -> Self {
+        FrameHeader { payload_length }
+    }
+
+    /// The 4 bytes of the header.
+    #[must_use]
+    pub const fn to_bytes(self) -> [u8; FRAME_HEADER_LENGTH] {
+        self.payload_length.to_be_bytes()
+    }
+
     /// The header these 4 bytes are.
     #[must_use]
     #[inline]
@@ -73,7 +85,7 @@ impl FrameHeader {
 pub fn encode_frame(payload: &[u8], max_frame_length: u32) -> Result<Vec<u8>, ProtocolError> {
     check_encoded_length(payload.len(), max_frame_length)?;
     let mut out = Vec::with_capacity(FRAME_HEADER_LENGTH + payload.len());
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&FrameHeader::new(payload.len() as u32).to_bytes());
     out.extend_from_slice(payload);
     Ok(out)
 }

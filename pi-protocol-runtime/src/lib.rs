@@ -58,7 +58,7 @@ pub use limits::{
 };
 pub use message::{
     decode_message, decode_message_shared, decode_message_with, encode_item, encode_message, encode_message_into,
-    encode_message_vectored, CodecOptions, MessageDecoder, Messages,
+    encode_message_vectored, ChunkStorage, CodecOptions, Copied, MessageDecoder, Messages, Shared,
 };
 pub use number::{is_encodable_number, Integer, Null, Number, MAX_SAFE_INTEGER};
 pub use payload::{Payload, MAX_INLINE_PAYLOAD_LENGTH};

@@ -9,7 +9,7 @@ use crate::cbor::value::check_item_length;
 use crate::cbor::{Reader, Writer};
 use crate::codec::{Decode, Encode, Validate};
 use crate::error::{ErrorKind, ProtocolError};
-use crate::frame::{check_encoded_length, FrameDecoder, Frames, FRAME_HEADER_LENGTH};
+use crate::frame::{check_encoded_length, FrameDecoder, FrameHeader, Frames, FRAME_HEADER_LENGTH};
 use crate::limits::{check_length, CborLimits, DEFAULT_MAX_FRAME_LENGTH};
 use crate::vectored::EncodedFrame;
 
@@ -242,7 +242,7 @@ fn finish_frame(writer: &mut Writer, start: usize, options: &CodecOptions) -> Re
     check_payload_limits(writer, payload_start, options.limits)?;
     let len = writer.written_len() - payload_start;
     check_encoded_length(len, options.max_frame_length)?;
-    writer.as_mut_vec()[start..payload_start].copy_from_slice(&(len as u32).to_be_bytes());
+    writer.as_mut_vec()[start..payload_start].copy_from_slice(&FrameHeader::new(len as u32).to_bytes());
     Ok(())
 }
 
@@ -297,6 +297,87 @@ where
     Ok(writer.into_vec())
 }
 
+/// Where the messages of a [`MessageDecoder`] keep their opaque payloads, and so what the
+/// decoder is fed: [`Copied`] (the default: chunks are `&[u8]`, payloads are copied out of
+/// them) or [`Shared`] (chunks are [`Bytes`], payloads beyond
+/// [`MAX_INLINE_PAYLOAD_LENGTH`](crate::MAX_INLINE_PAYLOAD_LENGTH) bytes are slices of them).
+/// Sealed: these two are the only kinds.
+pub trait ChunkStorage: sealed::Sealed {
+    /// The chunks the decoder is fed.
+    type Chunk: ?Sized + AsRef<[u8]>;
+
+    /// Decodes the payload of one frame, which lies inside `chunk` or in the frame decoder's
+    /// own buffer (a frame split across chunks).
+    #[doc(hidden)]
+    fn decode<T>(chunk: &Self::Chunk, payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+    where
+        T: for<'de> Decode<'de>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Copied {}
+    impl Sealed for super::Shared {}
+}
+
+/// [`ChunkStorage`] of the copying decoders: chunks are byte slices, and decoded messages own
+/// their payloads ([`decode_message`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Copied;
+
+/// [`ChunkStorage`] of the zero-copy decoders: chunks are [`Bytes`], and the opaque payloads of
+/// decoded messages (beyond 46 bytes) are slices of them ([`decode_message_shared`]); a frame
+/// split across chunks is gathered by the frame decoder and copied once into a buffer of its
+/// own, which its payloads then share.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shared;
+
+impl ChunkStorage for Copied {
+    type Chunk = [u8];
+
+    #[inline(always)]
+    fn decode<T>(_chunk: &[u8], payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+    where
+        T: for<'de> Decode<'de>,
+    {
+        decode_message::<T>(payload, limits)
+    }
+}
+
+impl ChunkStorage for Shared {
+    type Chunk = Bytes;
+
+    #[inline(always)]
+    fn decode<T>(chunk: &Bytes, payload: &[u8], limits: CborLimits) -> Result<T, ProtocolError>
+    where
+        T: for<'de> Decode<'de>,
+    {
+        decode_message_shared::<T>(&Shared::slice_of(chunk, payload), limits)
+    }
+}
+
+impl Shared {
+    /// `frame` as [`Bytes`]: a slice of `chunk` when it lies inside it, else a copy.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use pi_protocol_runtime::message::Shared;
+    /// let chunk = Bytes::from_static(b"0123456789");
+    /// let inside = Shared::slice_of(&chunk, &chunk[2..5]);
+    /// assert_eq!((inside.as_ptr(), &inside[..]), (chunk[2..].as_ptr(), &b"234"[..]));
+    /// assert_eq!(&Shared::slice_of(&chunk, b"elsewhere")[..], b"elsewhere");
+    /// ```
+    pub fn slice_of(chunk: &Bytes, frame: &[u8]) -> Bytes {
+        let base = chunk.as_ptr() as usize;
+        let start = frame.as_ptr() as usize;
+        if start >= base && start + frame.len() <= base + chunk.len() {
+            chunk.slice_ref(frame)
+        } else {
+            Bytes::copy_from_slice(frame)
+        }
+    }
+}
+
 /// A streaming decoder of `T` messages from a framed byte stream (docs/PROTOCOL.md sections 1 and 7).
 ///
 /// Three ways to feed it a chunk, which may be mixed on one stream: [`push`](Self::push)
@@ -307,31 +388,37 @@ where
 ///
 /// It works for any message type with a [`Decode`] implementation: the built-in envelopes
 /// (`pi_protocol::ClientMessageDecoder` is `MessageDecoder<ClientMessage>`) and the types a
-/// crate generates from its own schema.
-pub struct MessageDecoder<T> {
+/// crate generates from its own schema. The storage `S` says where decoded payloads live:
+/// [`Copied`] (the default; chunks are `&[u8]`) or [`Shared`] (chunks are [`Bytes`] and
+/// payloads slices of them: `pi_protocol::SharedMessageDecoder<T>` is
+/// `MessageDecoder<T, Shared>`). Both accept and reject exactly the same streams, with the same
+/// errors and offsets.
+pub struct MessageDecoder<T, S = Copied> {
     frames: FrameDecoder,
     limits: CborLimits,
-    _message: PhantomData<fn() -> T>,
+    _message: PhantomData<fn() -> (T, S)>,
 }
 
-impl<T> std::fmt::Debug for MessageDecoder<T> {
+impl<T, S> std::fmt::Debug for MessageDecoder<T, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageDecoder").field("frames", &self.frames).field("limits", &self.limits).finish()
     }
 }
 
-impl<T> Default for MessageDecoder<T>
+impl<T, S> Default for MessageDecoder<T, S>
 where
     T: for<'de> Decode<'de>,
+    S: ChunkStorage,
 {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> MessageDecoder<T>
+impl<T, S> MessageDecoder<T, S>
 where
     T: for<'de> Decode<'de>,
+    S: ChunkStorage,
 {
     /// A decoder with the default options.
     pub fn new() -> Self {
@@ -359,7 +446,7 @@ where
     /// after an `Err` the decoder is failed and every later call returns a `State` error. The
     /// vector is allocated for every chunk that completes a message: [`messages`](Self::messages)
     /// and [`push_each`](Self::push_each) avoid that.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Result<T, ProtocolError>> {
+    pub fn push(&mut self, chunk: &S::Chunk) -> Vec<Result<T, ProtocolError>> {
         let mut out = Vec::new();
         self.push_each(chunk, |result| out.push(result));
         out
@@ -367,20 +454,21 @@ where
 
     /// Like [`push`](Self::push), calling `on_message` for each result instead of collecting them.
     #[inline]
-    pub fn push_each<F>(&mut self, chunk: &[u8], mut on_message: F)
+    pub fn push_each<F>(&mut self, chunk: &S::Chunk, mut on_message: F)
     where
         F: FnMut(Result<T, ProtocolError>),
     {
         let limits = self.limits;
         // The decoded result goes to `on_message` as it is (not unpacked and wrapped again), so
         // the message is not copied on the way.
-        let result = self.frames.push_with(chunk, |payload, offset| match decode_message::<T>(payload, limits) {
-            Err(error) => Err(error.with_offset(offset)),
-            message => {
-                on_message(message);
-                Ok(())
-            }
-        });
+        let result =
+            self.frames.push_with(chunk.as_ref(), |payload, offset| match S::decode::<T>(chunk, payload, limits) {
+                Err(error) => Err(error.with_offset(offset)),
+                message => {
+                    on_message(message);
+                    Ok(())
+                }
+            });
         if let Err(error) = result {
             on_message(Err(error));
         }
@@ -421,8 +509,8 @@ where
     /// assert_eq!(count, 3);
     /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
     /// ```
-    pub fn messages<'d, 'c>(&'d mut self, chunk: &'c [u8]) -> Messages<'d, 'c, T> {
-        Messages { frames: self.frames.frames(chunk), limits: self.limits, _message: PhantomData }
+    pub fn messages<'d, 'c>(&'d mut self, chunk: &'c S::Chunk) -> Messages<'d, 'c, T, S> {
+        Messages { frames: self.frames.frames(chunk.as_ref()), chunk, limits: self.limits, _message: PhantomData }
     }
 
     /// Signals the end of the stream.
@@ -453,7 +541,8 @@ where
     /// ```
     pub fn decode_all<'c, I>(&mut self, chunks: I) -> (Vec<T>, Option<ProtocolError>)
     where
-        I: IntoIterator<Item = &'c [u8]>,
+        I: IntoIterator<Item = &'c S::Chunk>,
+        S::Chunk: 'c,
     {
         let mut messages = Vec::new();
         for chunk in chunks {
@@ -477,29 +566,36 @@ where
 /// The messages of one chunk, decoded as the iterator is advanced: see
 /// [`MessageDecoder::messages`].
 #[must_use = "the messages of the chunk are only decoded as the iterator is advanced"]
-pub struct Messages<'d, 'c, T> {
+pub struct Messages<'d, 'c, T, S: ChunkStorage = Copied> {
     frames: Frames<'d, 'c>,
+    chunk: &'c S::Chunk,
     limits: CborLimits,
     _message: PhantomData<fn() -> T>,
 }
 
-impl<T> std::fmt::Debug for Messages<'_, '_, T> {
+impl<T, S: ChunkStorage> std::fmt::Debug for Messages<'_, '_, T, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Messages").field("frames", &self.frames).finish_non_exhaustive()
     }
 }
 
-impl<T> Iterator for Messages<'_, '_, T>
+impl<T, S> Iterator for Messages<'_, '_, T, S>
 where
     T: for<'de> Decode<'de>,
+    S: ChunkStorage,
 {
     type Item = Result<T, ProtocolError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let limits = self.limits;
-        self.frames.next_message(|payload| decode_message::<T>(payload, limits))
+        let (chunk, limits) = (self.chunk, self.limits);
+        self.frames.next_message(|payload| S::decode::<T>(chunk, payload, limits))
     }
 }
 
-impl<T> std::iter::FusedIterator for Messages<'_, '_, T> where T: for<'de> Decode<'de> {}
+impl<T, S> std::iter::FusedIterator for Messages<'_, '_, T, S>
+where
+    T: for<'de> Decode<'de>,
+    S: ChunkStorage,
+{
+}
