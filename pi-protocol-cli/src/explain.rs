@@ -53,7 +53,7 @@ pub fn explain(model: &Model, side: Side, value: &Value, error: &ProtocolError) 
             Some((PathSegment::Key(key), holder)) => walk(model, root, &ordered, holder).and_then(|(def, object)| {
                 let given = object.get(*key)?;
                 let mut allowed = Vec::new();
-                allowed_literals(model, def, key, model.types.len(), &mut allowed);
+                allowed_literals(model, def, key, model.types().len(), &mut allowed);
                 let allowed: Vec<String> = allowed.iter().map(ToString::to_string).collect();
                 (!allowed.is_empty()).then(|| {
                     format!(

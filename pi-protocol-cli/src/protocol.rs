@@ -60,7 +60,7 @@ impl Protocol {
     /// A usage failure when a limit is out of range.
     pub fn options(&self, max_frame_length: Option<u64>) -> Result<CodecOptions, Failure> {
         let usage = |e: ProtocolError| Failure::usage(e.to_string());
-        let limit = |name: &str, default: u64| self.model.limits.get(name).copied().unwrap_or(default);
+        let limit = |name: &str, default: u64| self.model.limits().get(name).copied().unwrap_or(default);
         let cbor = CborLimits::new(
             limit("maxByteLength", u64::from(pi_protocol::DEFAULT_MAX_BYTE_LENGTH)),
             limit("maxContainerLength", u64::from(pi_protocol::DEFAULT_MAX_CONTAINER_LENGTH)),

@@ -61,7 +61,7 @@ pub fn resolve<'m>(model: &'m Model, def: &'m TypeDef, map: &dyn MapView, fit: F
     let mut variant = None;
     let mut def = def;
     // Each step enters another named type; more steps than types would be a cycle.
-    for _ in 0..=model.types.len() {
+    for _ in 0..=model.types().len() {
         match &def.kind {
             TypeKind::Struct(fields) => {
                 return (fit == Fit::Literals || fits_struct(fields, map, fit)).then_some(Resolved {
@@ -81,7 +81,7 @@ pub fn resolve<'m>(model: &'m Model, def: &'m TypeDef, map: &dyn MapView, fit: F
                 };
                 let chosen = values()
                     .find_map(|(v, shape)| {
-                        named(model, shape).filter(|d| fits(model, d, map, fit, model.types.len())).map(|d| (v, d))
+                        named(model, shape).filter(|d| fits(model, d, map, fit, model.types().len())).map(|d| (v, d))
                     })
                     .or_else(|| match union.dispatch {
                         Dispatch::ByType => values().find_map(|(v, shape)| {

@@ -8,38 +8,101 @@
 //! values) is a [`Shape`] written in place where it is used.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 /// A whole schema: protocol facts plus the named types.
+///
+/// Opaque: it is built only by [`Model::from_json`](crate::Model::from_json) /
+/// [`Model::from_value`](crate::Model::from_value), which check it, and read through its
+/// accessors, so no caller can break what every consumer relies on (every named type exists,
+/// names are unique). Lookups by Rust name are indexed.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct Model {
-    /// `x-protocol-version` of the schema root (or `protocolVersion` of the reference's form).
-    pub protocol_version: Option<u32>,
-    /// Default decoder limits: limit name -> value (`x-limits`, or `limits` of the reference's
-    /// form; empty if absent).
-    pub limits: BTreeMap<String, u64>,
-    /// `title` of the schema root, if given; becomes the first line of the module docs.
-    pub title: Option<String>,
-    /// `description` of the schema root, if given; a paragraph of the module docs.
-    pub description: Option<String>,
-    /// Every named type, in a deterministic order: the schema's definitions in file order,
-    /// then the types named after the place they were found, in order of discovery.
-    pub types: Vec<TypeDef>,
-    /// The Rust name of the type of every message a client sends, if the schema has one
-    /// (`ClientMessage`, or `x-client-message`).
-    pub client_message: Option<String>,
-    /// The Rust name of the type of every message a server sends (`ServerMessage`, or
-    /// `x-server-message`).
-    pub server_message: Option<String>,
+    pub(crate) protocol_version: Option<u32>,
+    pub(crate) limits: BTreeMap<String, u64>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) types: Vec<TypeDef>,
+    pub(crate) client_message: Option<String>,
+    pub(crate) server_message: Option<String>,
+    /// Rust name -> index in `types`.
+    by_rust_name: HashMap<String, usize>,
+}
+
+/// The parts of a [`Model`], before its index is built.
+pub(crate) struct ModelParts {
+    pub(crate) protocol_version: Option<u32>,
+    pub(crate) limits: BTreeMap<String, u64>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) types: Vec<TypeDef>,
+    pub(crate) client_message: Option<String>,
+    pub(crate) server_message: Option<String>,
 }
 
 impl Model {
+    /// The model of checked `parts`, with its name index.
+    pub(crate) fn new(parts: ModelParts) -> Model {
+        let by_rust_name = parts.types.iter().enumerate().map(|(i, t)| (t.rust_name.clone(), i)).collect();
+        Model {
+            protocol_version: parts.protocol_version,
+            limits: parts.limits,
+            title: parts.title,
+            description: parts.description,
+            types: parts.types,
+            client_message: parts.client_message,
+            server_message: parts.server_message,
+            by_rust_name,
+        }
+    }
+
+    /// `x-protocol-version` of the schema root (or `protocolVersion` of the reference's form).
+    #[must_use]
+    pub fn protocol_version(&self) -> Option<u32> {
+        self.protocol_version
+    }
+
+    /// Default decoder limits: limit name -> value (`x-limits`, or `limits` of the reference's
+    /// form; empty if absent).
+    #[must_use]
+    pub fn limits(&self) -> &BTreeMap<String, u64> {
+        &self.limits
+    }
+
+    /// `title` of the schema root, if given; the first line of the generated module's docs.
+    #[must_use]
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// `description` of the schema root, if given; a paragraph of the generated module's docs.
+    #[must_use]
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Every named type, in a deterministic order: the schema's definitions in file order, then
+    /// the types named after the place they were found, in order of discovery.
+    #[must_use]
+    pub fn types(&self) -> &[TypeDef] {
+        &self.types
+    }
+
+    /// The Rust name of the type of every message `side` sends, if the schema has one
+    /// (`ClientMessage` / `ServerMessage`, or `x-client-message` / `x-server-message`).
+    #[must_use]
+    pub fn message_type_name(&self, side: Side) -> Option<&str> {
+        match side {
+            Side::Client => self.client_message.as_deref(),
+            Side::Server => self.server_message.as_deref(),
+        }
+    }
+
     /// The type whose Rust name is `rust_name`.
     #[must_use]
     pub fn by_rust_name(&self, rust_name: &str) -> Option<&TypeDef> {
-        self.types.iter().find(|t| t.rust_name == rust_name)
+        self.by_rust_name.get(rust_name).map(|&i| &self.types[i])
     }
 
     /// The type defined at `$defs` key `schema_name` (at the root of the schema).
@@ -51,11 +114,7 @@ impl Model {
     /// The type of the messages sent by `side`.
     #[must_use]
     pub fn message_type(&self, side: Side) -> Option<&TypeDef> {
-        let name = match side {
-            Side::Client => self.client_message.as_deref(),
-            Side::Server => self.server_message.as_deref(),
-        }?;
-        self.by_rust_name(name)
+        self.by_rust_name(self.message_type_name(side)?)
     }
 }
 

@@ -30,14 +30,14 @@ fn model_carries_protocol_facts() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let schema = std::fs::read_to_string(root.join("schema/pi-protocol.v8.json")).expect("read the schema");
     let model = pi_protocol_gen::Model::from_json(&schema, "schema/pi-protocol.v8.json").expect("the schema is valid");
-    assert_eq!(model.protocol_version, Some(8));
-    assert_eq!(model.limits.get("maxFrameLength"), Some(&16_777_216));
-    assert_eq!(model.limits.get("maxByteLength"), Some(&16_777_216));
-    assert_eq!(model.limits.get("maxContainerLength"), Some(&1_000_000));
-    assert_eq!(model.limits.get("maxDepth"), Some(&64));
-    assert_eq!(model.limits.get("maxConfigurableDepth"), Some(&512));
-    assert_eq!(model.limits.get("maxConfigurableLength"), Some(&4_294_967_295));
-    let names: Vec<&str> = model.types.iter().filter_map(|t| t.schema_name.as_deref()).collect();
+    assert_eq!(model.protocol_version(), Some(8));
+    assert_eq!(model.limits().get("maxFrameLength"), Some(&16_777_216));
+    assert_eq!(model.limits().get("maxByteLength"), Some(&16_777_216));
+    assert_eq!(model.limits().get("maxContainerLength"), Some(&1_000_000));
+    assert_eq!(model.limits().get("maxDepth"), Some(&64));
+    assert_eq!(model.limits().get("maxConfigurableDepth"), Some(&512));
+    assert_eq!(model.limits().get("maxConfigurableLength"), Some(&4_294_967_295));
+    let names: Vec<&str> = model.types().iter().filter_map(|t| t.schema_name.as_deref()).collect();
     assert_eq!(
         names,
         [

@@ -194,9 +194,9 @@ fn root_facts_become_module_docs_and_the_version_constant() {
     let code = generate(&document.to_string(), "toy.json").unwrap();
     assert_snapshot("root_facts", &code);
     let model = pi_protocol_gen::Model::from_json(&document.to_string(), "toy.json").unwrap();
-    assert_eq!(model.limits.get("maxDepth"), Some(&7));
-    assert_eq!(model.limits.len(), 1);
-    assert_eq!(model.protocol_version, Some(3));
+    assert_eq!(model.limits().get("maxDepth"), Some(&7));
+    assert_eq!(model.limits().len(), 1);
+    assert_eq!(model.protocol_version(), Some(3));
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn convert(document: Value) -> Result<Model, GenError> {
 /// The error of `document`, which must be refused.
 fn refused(document: Value) -> GenError {
     match convert(document) {
-        Ok(model) => panic!("expected a refusal, got {} types", model.types.len()),
+        Ok(model) => panic!("expected a refusal, got {} types", model.types().len()),
         Err(error) => error,
     }
 }
@@ -209,7 +209,7 @@ fn a_cycle_of_as_many_objects_as_allowed_reaches_every_consumer() {
     }
     definitions.insert(format!("A{n}"), object(json!({ "a": { "$ref": "#/$defs/A0" } })));
     let model = convert(document(definitions)).expect("a long cycle of objects");
-    assert_eq!(model.types.len(), MAX_TYPES);
+    assert_eq!(model.types().len(), MAX_TYPES);
     let drawn = on_test_stack({
         let model = model.clone();
         move || Sampler::new(&model, 1).message(Side::Client)
@@ -392,7 +392,7 @@ fn a_wide_key_set_union_is_classified() {
         })
         .collect();
     let model = convert(json!({ "$defs": { "U": { "anyOf": members } } })).expect("key sets tell them apart");
-    assert_eq!(model.types.len(), n + 1);
+    assert_eq!(model.types().len(), n + 1);
 }
 
 /// Objects told apart by literals where every pair needs a key of its own: thousands of keys
@@ -414,7 +414,7 @@ fn unions_needing_more_tag_keys_than_the_limit_fall_back_to_key_sets() {
         })
         .collect();
     let model = convert(json!({ "$defs": { "U": { "anyOf": members } } })).expect("key sets tell them apart");
-    let pi_protocol_gen::model::TypeKind::Union(union) = &model.types[0].kind else { panic!("a union") };
+    let pi_protocol_gen::model::TypeKind::Union(union) = &model.types()[0].kind else { panic!("a union") };
     assert_eq!(union.dispatch, pi_protocol_gen::model::Dispatch::KeySet);
 }
 
@@ -430,7 +430,7 @@ fn many_types_named_after_the_same_place_are_numbered() {
         })
         .collect();
     let model = convert(json!({ "$defs": { "O": object(Value::Object(properties)) } })).expect("numbered names");
-    let names: Vec<&str> = model.types.iter().map(|t| t.rust_name.as_str()).collect();
+    let names: Vec<&str> = model.types().iter().map(|t| t.rust_name.as_str()).collect();
     assert_eq!(names.len(), MAX_MEMBERS + 1);
     assert_eq!(&names[..4], ["O", "X", "OX", "OX2"]);
     assert_eq!(names[MAX_MEMBERS], format!("OX{}", MAX_MEMBERS - 1));
@@ -489,7 +489,9 @@ fn references_that_lead_nowhere_or_in_circles_end() {
                 every_consumer(model);
             }
             (Err(error), Some(path)) => assert_eq!(error.path(), Some(path), "case {i}: {error}"),
-            (Ok(model), Some(path)) => panic!("case {i}: expected an error at {path}, got {} types", model.types.len()),
+            (Ok(model), Some(path)) => {
+                panic!("case {i}: expected an error at {path}, got {} types", model.types().len())
+            }
             (Err(error), None) => panic!("case {i}: expected a model, got {error}"),
         }
     }

@@ -52,14 +52,14 @@ fn v8_unions_are_classified_and_named() {
     let names: Vec<&str> = server.variants.iter().map(|v| v.rust_name.as_str()).collect();
     assert_eq!(names, ["Hello", "HelloError", "Response", "ServiceUpdate", "Attachment"]);
     assert_eq!(server.variants[2].tags, [("type".to_string(), LiteralValue::String("response".into()))]);
-    assert_eq!(model.client_message.as_deref(), Some("ClientMessage"));
+    assert_eq!(model.message_type_name(pi_protocol_gen::model::Side::Client), Some("ClientMessage"));
     assert_eq!(model.message_type(Side::Server).unwrap().rust_name, "ServerMessage");
 }
 
 #[test]
 fn constructs_of_the_language_become_the_documented_shapes() {
     let model = Model::from_json(&file("constructs.json"), "constructs").unwrap();
-    assert_eq!(model.protocol_version, Some(3));
+    assert_eq!(model.protocol_version(), Some(3));
     assert_eq!(union(&model, "Item").dispatch, Dispatch::Tag("role".into()));
     assert_eq!(union(&model, "AssistantItem").dispatch, Dispatch::Tag("status".into()));
     assert_eq!(union(&model, "Finished").dispatch, Dispatch::Tags(vec!["role".into(), "failed".into()]));
@@ -100,24 +100,24 @@ fn constructs_of_the_language_become_the_documented_shapes() {
 #[test]
 fn the_inlined_form_folds_repeated_schemas_and_names_them_by_place() {
     let model = Model::from_json(&file("chat-inlined.json"), "chat").unwrap();
-    assert_eq!(model.protocol_version, Some(2));
-    assert_eq!(model.limits.get("maxFrameLength"), Some(&1_048_576));
+    assert_eq!(model.protocol_version(), Some(2));
+    assert_eq!(model.limits().get("maxFrameLength"), Some(&1_048_576));
     // The session schema appears a dozen times inline; it is one type.
     let sessions = model
-        .types
+        .types()
         .iter()
         .filter(|t| matches!(&t.kind, TypeKind::Struct(s) if s.keys().any(|k| k == "transcript")))
         .count();
     assert_eq!(sessions, 1);
-    let jsons = model.types.iter().filter(|t| t.rust_name.starts_with("JsonValue")).count();
+    let jsons = model.types().iter().filter(|t| t.rust_name.starts_with("JsonValue")).count();
     assert_eq!(jsons, 1, "the cyclic JSON value is one type");
     // `item_finished.item` is told apart by role and status together.
     let finished = model
-        .types
+        .types()
         .iter()
         .find(|t| t.pointer.ends_with("item_finished/properties/item") || t.pointer.contains("/properties/item/anyOf"))
         .map(|t| t.rust_name.clone());
-    let multi = model.types.iter().filter(|t| matches!(&t.kind, TypeKind::Union(u) if u.dispatch == Dispatch::Tags(vec!["role".into(), "status".into()]))).count();
+    let multi = model.types().iter().filter(|t| matches!(&t.kind, TypeKind::Union(u) if u.dispatch == Dispatch::Tags(vec!["role".into(), "status".into()]))).count();
     assert_eq!(multi, 1, "{finished:?}");
 }
 

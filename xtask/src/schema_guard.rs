@@ -42,12 +42,12 @@ pub fn run(args: &[&str]) -> Result<(), String> {
 fn guard(released: &Model, current: &Model) -> Result<String, String> {
     let mut report = compat(released, current);
     report.find_witnesses(released, current, &WitnessSearch::new()).map_err(|e| e.to_string())?;
-    let same_version = released.protocol_version == current.protocol_version;
+    let same_version = released.protocol_version() == current.protocol_version();
     if report.breaks_wire() && same_version {
         return Err(format!(
             "{CURRENT} breaks the wire against {RELEASED} but keeps x-protocol-version {}: bump the version \
              (and record the release with `cargo xtask schema-guard --record` when you cut it)\n\n{}",
-            current.protocol_version.map_or_else(|| "(none)".to_string(), |v| v.to_string()),
+            current.protocol_version().map_or_else(|| "(none)".to_string(), |v| v.to_string()),
             report.render(Format::Text)
         ));
     }
@@ -55,7 +55,8 @@ fn guard(released: &Model, current: &Model) -> Result<String, String> {
         (false, _) => format!("schema-guard: {CURRENT} is wire-compatible with {RELEASED} both ways"),
         (true, _) => format!(
             "schema-guard: {CURRENT} breaks the wire against {RELEASED}, with a new protocol version ({:?} -> {:?})",
-            released.protocol_version, current.protocol_version
+            released.protocol_version(),
+            current.protocol_version()
         ),
     })
 }
