@@ -1,37 +1,5 @@
 //! [`ChordEndpoint`]: Chord services on a [`Server`](super::Server) (features `tokio` and
-//! `chord`), answering the `$chord.service` control calls (docs/PROTOCOL.md section 8; the
-//! shapes are `pi-chord/schema/chord.json`'s) as `@earendil-works/chord@0.85.1`'s
-//! `RemoteServiceProvider` behind `createRemoteServiceEndpoint` does.
-//!
-//! The application declares its services ([`ChordService`]: a `serviceId`, its methods, its
-//! state members with their first values), calls [`ChordEndpoint::answer`] first in
-//! [`Service::call`](super::Service::call), and runs the methods the endpoint hands back. It
-//! changes a state member with [`ChordEndpoint::set`] or [`ChordEndpoint::update`]: every
-//! subscription of the service, on every connection, is sent a `service_update` of type `state`
-//! whose ops pi-chord's Delta producer derives ([`SubscriptionPublisher`]: one Delta encoder per
-//! subscription and state member, so a path gets its id on its second use in each stream).
-//!
-//! What the endpoint answers itself, with Chord's codes and texts:
-//!
-//! - `catalogue []`: `[{serviceId, mode}]` in declaration order;
-//! - `subscribe [subscriptionId, serviceId, mode]`: the snapshot `{serviceId, mode, instances}`,
-//!   its members sorted by name, each state member as `{name, kind: "state", sequence, ops:
-//!   [["r", value]]}` with its current sequence; an undeclared service is `service_not_allowed`
-//!   "Remote service X is not allowlisted", another mode `service_mode_mismatch` "Remote
-//!   service X is singleton, not keyed", more than
-//!   [`max_subscriptions`](ChordEndpointBuilder::max_subscriptions) on one connection an internal
-//!   error;
-//! - `unsubscribe [subscriptionId]`: no result; an id the connection does not hold is an
-//!   internal error (Chord throws a plain `Error`);
-//! - any other `$chord.service` call, and any undeclared service: `service_not_allowed`;
-//! - an `instance` on a singleton: `service_mode_mismatch` "Remote service X is singleton";
-//! - an undeclared member: `service_member_not_found` "Unknown remote service member X.m"; a
-//!   state member called: `service_member_mismatch` "Remote service member X.m is not a method".
-//!
-//! A method's own failures keep their code when the application answers with one of Chord's
-//! ([`CallError::remote`]); anything else it fails with is hidden as `internal_error`, as the
-//! reference server hides it. Subscriptions of a closed connection are dropped at the next
-//! change of their service or the next subscribe on the endpoint.
+//! `chord`); its rules are on the type.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -190,8 +158,43 @@ impl ChordEndpointBuilder {
     }
 }
 
-/// Chord services shared by every connection of a server: see the [module docs](self).
-/// Cloning it gives another handle on the same services.
+/// Chord services on a [`Server`](super::Server) (features `tokio` and
+/// `chord`), answering the `$chord.service` control calls (docs/PROTOCOL.md section 8; the
+/// shapes are `pi-chord/schema/chord.json`'s) as `@earendil-works/chord@0.85.1`'s
+/// `RemoteServiceProvider` behind `createRemoteServiceEndpoint` does.
+///
+/// The application declares its services ([`ChordService`]: a `serviceId`, its methods, its
+/// state members with their first values), calls [`ChordEndpoint::answer`] first in
+/// [`Service::call`](super::Service::call), and runs the methods the endpoint hands back. It
+/// changes a state member with [`ChordEndpoint::set`] or [`ChordEndpoint::update`]: every
+/// subscription of the service, on every connection, is sent a `service_update` of type `state`
+/// whose ops pi-chord's Delta producer derives ([`SubscriptionPublisher`]: one Delta encoder per
+/// subscription and state member, so a path gets its id on its second use in each stream).
+///
+/// What the endpoint answers itself, with Chord's codes and texts:
+///
+/// - `catalogue []`: `[{serviceId, mode}]` in declaration order;
+/// - `subscribe [subscriptionId, serviceId, mode]`: the snapshot `{serviceId, mode, instances}`,
+///   its members sorted by name, each state member as `{name, kind: "state", sequence, ops:
+///   [["r", value]]}` with its current sequence; an undeclared service is `service_not_allowed`
+///   "Remote service X is not allowlisted", another mode `service_mode_mismatch` "Remote
+///   service X is singleton, not keyed", more than
+///   [`max_subscriptions`](ChordEndpointBuilder::max_subscriptions) on one connection an internal
+///   error;
+/// - `unsubscribe [subscriptionId]`: no result; an id the connection does not hold is an
+///   internal error (Chord throws a plain `Error`);
+/// - any other `$chord.service` call, and any undeclared service: `service_not_allowed`;
+/// - an `instance` on a singleton: `service_mode_mismatch` "Remote service X is singleton";
+/// - an undeclared member: `service_member_not_found` "Unknown remote service member X.m"; a
+///   state member called: `service_member_mismatch` "Remote service member X.m is not a method".
+///
+/// A method's own failures keep their code when the application answers with one of Chord's
+/// ([`CallError::remote`]); anything else it fails with is hidden as `internal_error`, as the
+/// reference server hides it. Subscriptions of a closed connection are dropped at the next
+/// change of their service or the next subscribe on the endpoint.
+///
+/// One endpoint serves every connection of a server; cloning it gives another handle on the
+/// same services.
 ///
 /// ```
 /// use pi_protocol::server::{Call, CallResult, ChordEndpoint, ChordService, Context, Service};
@@ -280,7 +283,7 @@ impl ChordEndpoint {
     }
 
     /// What the endpoint answers for `call` on `cx`'s connection: `Some` for the control calls
-    /// and for every call Chord refuses (see the [module docs](self)), `None` for a call of a
+    /// and for every call Chord refuses (see [`ChordEndpoint`]), `None` for a call of a
     /// declared method, which the application then runs.
     pub fn answer(&self, call: &Call, cx: &Context) -> Option<CallResult> {
         let service = call.service_id();

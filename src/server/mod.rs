@@ -19,12 +19,17 @@
 //!   publishes `attachment: null` then answers; one attachment per connection; Session calls go
 //!   to [`Service::session_call`]; an attachment is released only once the calls admitted on it
 //!   settled;
-//! - subscriptions: the server follows the `$chord.service` control calls of each connection
-//!   (`subscribe [subscriptionId, serviceId, mode]`, `unsubscribe [subscriptionId]`): a second
-//!   subscribe with an active id is `invalid_request` "Duplicate service subscription ID", a
-//!   subscribe answered with no snapshot and an unsubscribe of an unknown id are internal errors,
-//!   updates published for a subscription before its snapshot is sent follow the snapshot, and
-//!   updates of subscriptions the connection does not hold are dropped;
+//! - subscriptions: the server follows the `$chord.service` control calls of each connection,
+//!   whatever their target (`subscribe [subscriptionId, serviceId, mode]`, `unsubscribe
+//!   [subscriptionId]`; docs/PROTOCOL.md section 8): a second subscribe with an active id is
+//!   `invalid_request` "Duplicate service subscription sub-1", a subscribe answered with no
+//!   result is `invalid_request` "Service subscription did not return a snapshot" and one
+//!   answered with anything but a snapshot an internal error, updates published for a
+//!   subscription before its snapshot is sent follow the snapshot, and updates of
+//!   subscriptions the connection does not hold are dropped;
+//! - Chord services (feature `chord`): [`ChordEndpoint`] declares them and answers the control
+//!   calls, Chord's refusals and an unknown `unsubscribe` as the reference's provider does,
+//!   publishing state changes as Delta `service_update`s;
 //! - cancellation: a `cancel` fires the call's [`Context::cancelled`]; a call that then fails is
 //!   answered `cancelled` "RPC request cancelled", one that still succeeds with its result;
 //! - failures: [`CallError::internal`] and a handler that panics are answered `internal_error`
