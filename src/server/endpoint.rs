@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::{Call, CallError, CallResult, Context};
-use crate::chord::subscription::{ServiceInstance, ServiceMember, SubscriptionError, SubscriptionPublisher};
+use crate::chord::delta::diff;
+use crate::chord::subscription::{ServiceInstance, ServiceMember, SubscriptionPublisher};
 use crate::chord::wire::{
     Catalogue, CatalogueEntry, ControlCall, Id, RemoteServiceErrorCode, ServiceCall, ServiceMode, SERVICE_CONTROL_ID,
 };
@@ -424,7 +425,9 @@ impl ChordEndpoint {
         };
         let before = value.clone();
         let returned = change(value);
-        if *value == before {
+        // Derived once, encoded per subscription; no ops, no update (as Chord publishes).
+        let ops = diff(&before, value);
+        if ops.is_empty() {
             return Ok(returned);
         }
         if *sequence >= (1 << 53) - 1 {
@@ -439,7 +442,7 @@ impl ChordEndpoint {
                 if subscriber.service != index {
                     return true;
                 }
-                match subscriber.publisher.publish(None, member, value.clone()) {
+                match subscriber.publisher.publish_ops(None, member, &ops, &value) {
                     Ok(Some(update)) => match update.to_payload() {
                         Ok(update) => {
                             open = subscriber.cx.publish(id.clone(), update);
@@ -448,7 +451,7 @@ impl ChordEndpoint {
                         Err(_) => false,
                     },
                     Ok(None) => true,
-                    Err(SubscriptionError::Unknown { .. }) | Err(_) => false,
+                    Err(_) => false,
                 }
             });
             open && !subscriptions.is_empty()
