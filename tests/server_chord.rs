@@ -209,7 +209,8 @@ async fn chord_refusals_keep_their_codes() {
 
 #[tokio::test]
 async fn subscriptions_per_connection_are_bounded() {
-    let connect = serve(endpoint(2));
+    let chord = endpoint(2);
+    let connect = serve(chord.clone());
     let mut peer = connect().await;
     for sub in ["a", "b"] {
         peer.call(sub, "$chord.service", "subscribe", json!([sub, "demo.counter", "singleton"])).await;
@@ -225,6 +226,21 @@ async fn subscriptions_per_connection_are_bounded() {
     let mut other = connect().await;
     other.call("a", "$chord.service", "subscribe", json!(["a", "demo.counter", "singleton"])).await;
     assert_eq!(other.next().await.unwrap()["ok"], true);
+    assert_eq!(chord.subscription_count(), 3);
+    // A closed connection's subscriptions go at the next state change.
+    drop(peer);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        chord
+            .update("demo.counter", "count", |count| count["value"] = json!(count["value"].as_i64().unwrap() + 1))
+            .unwrap();
+        if chord.subscription_count() == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "still {} subscriptions", chord.subscription_count());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(other.next().await.unwrap()["type"], "service_update");
 }
 
 #[tokio::test]

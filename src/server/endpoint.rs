@@ -378,6 +378,13 @@ impl ChordEndpoint {
         })
     }
 
+    /// How many subscriptions the endpoint holds, on every connection (those of closed
+    /// connections count until the next subscribe or state change drops them): for metrics.
+    #[must_use]
+    pub fn subscription_count(&self) -> usize {
+        self.lock().connections.values().map(HashMap::len).sum()
+    }
+
     /// The current value of a state member.
     #[must_use]
     pub fn value(&self, service: &str, member: &str) -> Option<Value> {
