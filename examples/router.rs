@@ -2,8 +2,8 @@
 //! between many clients and the server processes behind it.
 //!
 //! ```text
-//! cargo run --example server --features tokio -- --listen 127.0.0.1:7878
-//! cargo run --example server --features tokio -- --listen 127.0.0.1:7880 --server-id 9f0e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f
+//! cargo run --example server --features tokio,chord -- --listen 127.0.0.1:7878
+//! cargo run --example server --features tokio,chord -- --listen 127.0.0.1:7880 --server-id 9f0e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f
 //! cargo run --example router --features tokio -- --listen 127.0.0.1:7979 --upstream 127.0.0.1:7878 --upstream 127.0.0.1:7880
 //! cargo run --example client --features tokio -- --connect 127.0.0.1:7979
 //! ```

@@ -2,8 +2,8 @@
 //! pi-server's testing host offers with a Chord provider behind it (issue 22 point 5).
 //!
 //! ```text
-//! cargo run --example server --features tokio -- --unix /tmp/pi      # socket /tmp/pi/<serverId>.sock
-//! cargo run --example server --features tokio -- --listen 127.0.0.1:7878
+//! cargo run --example server --features tokio,chord -- --unix /tmp/pi      # socket /tmp/pi/<serverId>.sock
+//! cargo run --example server --features tokio,chord -- --listen 127.0.0.1:7878
 //! ```
 //!
 //! Flags: `--unix DIR` or `--listen ADDR` (default `127.0.0.1:7878`; port 0 picks a free port),
@@ -15,19 +15,20 @@
 //! connections from 1.
 //!
 //! Services: `pi.session-management` `attach`/`detach` for Sessions `session-1` and `session-2`
-//! (Session calls answer `{"ok": true}`); `demo.echo` `echo(...args)` → `{"echo": args}` (also
-//! as `session` `echo`, the load harness's call); `demo.slow` `wait(ms)` → `{"waitedMs": ms}`
-//! unless cancelled; `demo.counter` with state `count` `{value, log}` and method `bump(n)`; the
-//! `$chord.service` control calls `catalogue`, `subscribe`, `unsubscribe` in Chord's shapes
-//! (written by hand here: snapshots carry `["r", value]`, updates plain-path `s`/`a` ops).
+//! (Session calls answer `{"ok": true}`); on a [`ChordEndpoint`], which answers the
+//! `$chord.service` control calls `catalogue`, `subscribe`, `unsubscribe` and Chord's refusals:
+//! `demo.echo` `echo(...args)` → `{"echo": args}` (also as `session` `echo`, the load harness's
+//! call); `demo.slow` `wait(ms)` → `{"waitedMs": ms}` unless cancelled; `demo.counter` with state
+//! `count` `{value, log}` and method `bump(n)`.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use pi_protocol::connection::{CloseReason, ServerEvent};
 use pi_protocol::io::{unix::UnixSocketListener, Accept};
-use pi_protocol::server::{Call, CallError, CallResult, Context, Observation, Server, Service};
-use pi_protocol::{ClientMessage, Payload, ServerId, SessionId, SubscriptionId};
+use pi_protocol::server::{
+    Call, CallError, CallResult, ChordEndpoint, ChordService, Context, Observation, Server, Service,
+};
+use pi_protocol::{ClientMessage, Payload, ServerId, SessionId};
 use serde_json::{json, Value};
 
 const USAGE: &str = "usage: server [--unix DIR | --listen ADDR] [--server-id UUID] [--connections N] [--quiet]";
@@ -38,103 +39,53 @@ const FLAGS: &str = "  --unix DIR         listen on DIR/<serverId>.sock (mode 06
   --quiet            no event lines
   -h, --help         print this help";
 
-#[derive(Default)]
 struct Demo {
-    counter: Mutex<Counter>,
+    chord: ChordEndpoint,
 }
 
-#[derive(Default)]
-struct Counter {
-    value: i64,
-    log: String,
-    sequence: u64,
-    /// Subscriptions to `demo.counter`, with the context that publishes on their connection.
-    subscribers: Vec<(SubscriptionId, Context)>,
+impl Demo {
+    fn new() -> Demo {
+        let chord = ChordEndpoint::builder()
+            .service(ChordService::new("demo.echo").method("echo"))
+            .service(ChordService::new("demo.slow").method("wait"))
+            .service(ChordService::new("demo.counter").method("bump").state("count", json!({"value": 0, "log": ""})))
+            .build()
+            .expect("valid declarations");
+        Demo { chord }
+    }
 }
 
 fn ok(value: Value) -> CallResult {
     Payload::from_value(&value).map(Some).map_err(CallError::internal)
 }
 
-fn members(service: &str, counter: &Counter) -> Option<Value> {
-    Some(match service {
-        "demo.echo" => json!([{"name": "echo", "kind": "method"}]),
-        "demo.slow" => json!([{"name": "wait", "kind": "method"}]),
-        "demo.counter" => json!([{"name": "bump", "kind": "method"}, {"name": "count", "kind": "state",
-            "sequence": counter.sequence, "ops": [["r", {"value": counter.value, "log": counter.log}]]}]),
-        _ => return None,
-    })
-}
-
 impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
-        let (service, member, args) = (call.service_id(), call.member(), call.args_json());
-        // Chord's refusals, as the reference's provider words them.
-        let not_allowed =
-            || CallError::new("service_not_allowed", format!("Remote service {service} is not allowlisted"));
-        if !matches!(service, "demo.echo" | "demo.slow" | "demo.counter" | "$chord.service" | "session") {
-            return Err(not_allowed());
+        let args = call.args_json();
+        if (call.service_id(), call.member()) == ("session", "echo") {
+            return ok(json!({"echo": args}));
         }
-        if call.instance().is_some() {
-            return Err(CallError::new("service_mode_mismatch", format!("Remote service {service} is singleton")));
+        if let Some(answer) = self.chord.answer(&call, &cx) {
+            return answer;
         }
-        match (service, member, &args[..]) {
-            ("demo.echo" | "session", "echo", _) => ok(json!({"echo": args})),
-            ("demo.slow", "wait", [ms]) => {
+        match (call.service_id(), &args[..]) {
+            ("demo.echo", _) => ok(json!({"echo": args})),
+            ("demo.slow", [ms]) => {
                 let ms = ms.as_u64().unwrap_or(0).min(600_000);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => ok(json!({"waitedMs": ms})),
                     () = cx.cancelled() => Err(CallError::cancelled()),
                 }
             }
-            ("demo.counter", "bump", [n]) => {
-                let n = n.as_i64().ok_or_else(|| CallError::new("invalid_request", "bump(n) needs a number"))?;
-                let mut counter = self.counter.lock().expect("not poisoned");
-                counter.value += n;
-                counter.log.push_str(&format!("+{n}"));
-                counter.sequence += 1;
-                let ops = json!([["s", ["value"], counter.value], ["a", ["log"], format!("+{n}")]]);
-                let update = json!({"type": "state", "member": "count", "sequence": counter.sequence, "ops": ops});
-                let update = Payload::from_value(&update).map_err(CallError::internal)?;
-                counter.subscribers.retain(|(id, cx)| cx.publish(id.clone(), update.clone()));
+            ("demo.counter", [n]) => {
+                let n = n.as_i64().ok_or_else(|| CallError::internal("bump(n) needs a number"))?;
+                self.chord.update("demo.counter", "count", |count| {
+                    count["value"] = json!(count["value"].as_i64().unwrap_or(0) + n);
+                    count["log"] = json!(format!("{}+{n}", count["log"].as_str().unwrap_or("")));
+                })?;
                 Ok(None)
             }
-            ("demo.counter", "count", _) => Err(CallError::new(
-                "service_member_mismatch",
-                "Remote service member demo.counter.count is not a method",
-            )),
-            ("$chord.service", "catalogue", []) => ok(json!(
-                ["demo.echo", "demo.slow", "demo.counter"].map(|id| json!({"serviceId": id, "mode": "singleton"}))
-            )),
-            ("$chord.service", "subscribe", [Value::String(sub), Value::String(target), mode])
-                if mode == "singleton" || mode == "keyed" =>
-            {
-                let mut counter = self.counter.lock().expect("not poisoned");
-                let Some(members) = members(target, &counter) else {
-                    let message = format!("Remote service {target} is not allowlisted");
-                    return Err(CallError::new("service_not_allowed", message));
-                };
-                if mode == "keyed" {
-                    let message = format!("Remote service {target} is singleton, not keyed");
-                    return Err(CallError::new("service_mode_mismatch", message));
-                }
-                if target == "demo.counter" {
-                    let id = SubscriptionId::new(sub.as_str()).map_err(CallError::internal)?;
-                    counter.subscribers.push((id, cx));
-                }
-                ok(json!({"serviceId": target, "mode": mode, "instances": [{"members": members}]}))
-            }
-            ("$chord.service", "unsubscribe", [Value::String(sub)]) => {
-                // The server knows the connection's subscriptions: an unknown one never gets here.
-                let mut counter = self.counter.lock().expect("not poisoned");
-                counter.subscribers.retain(|(id, c)| !(id.as_str() == sub && c.connection() == cx.connection()));
-                Ok(None)
-            }
-            ("$chord.service", ..) => Err(not_allowed()),
-            _ => Err(CallError::new(
-                "service_member_not_found",
-                format!("Unknown remote service member {service}.{member}"),
-            )),
+            _ => Err(CallError::internal(format!("bad arguments for {}.{}", call.service_id(), call.member()))),
         }
     }
 
@@ -178,7 +129,7 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     }
-    let mut builder = Server::builder(server_id.clone(), Demo::default());
+    let mut builder = Server::builder(server_id.clone(), Demo::new());
     if !quiet {
         builder = builder.on_event(log);
     }

@@ -19,12 +19,17 @@
 //!   publishes `attachment: null` then answers; one attachment per connection; Session calls go
 //!   to [`Service::session_call`]; an attachment is released only once the calls admitted on it
 //!   settled;
-//! - subscriptions: the server follows the `$chord.service` control calls of each connection
-//!   (`subscribe [subscriptionId, serviceId, mode]`, `unsubscribe [subscriptionId]`): a second
-//!   subscribe with an active id is `invalid_request` "Duplicate service subscription ID", a
-//!   subscribe answered with no snapshot and an unsubscribe of an unknown id are internal errors,
-//!   updates published for a subscription before its snapshot is sent follow the snapshot, and
-//!   updates of subscriptions the connection does not hold are dropped;
+//! - subscriptions: the server follows the `$chord.service` control calls of each connection,
+//!   whatever their target (`subscribe [subscriptionId, serviceId, mode]`, `unsubscribe
+//!   [subscriptionId]`; docs/PROTOCOL.md section 8): a second subscribe with an active id is
+//!   `invalid_request` "Duplicate service subscription sub-1", a subscribe answered with no
+//!   result is `invalid_request` "Service subscription did not return a snapshot" and one
+//!   answered with anything but a snapshot an internal error, updates published for a
+//!   subscription before its snapshot is sent follow the snapshot, and updates of
+//!   subscriptions the connection does not hold are dropped;
+//! - Chord services (feature `chord`): [`ChordEndpoint`] declares them and answers the control
+//!   calls, Chord's refusals and an unknown `unsubscribe` as the reference's provider does,
+//!   publishing state changes as Delta `service_update`s;
 //! - cancellation: a `cancel` fires the call's [`Context::cancelled`]; a call that then fails is
 //!   answered `cancelled` "RPC request cancelled", one that still succeeds with its result;
 //! - failures: [`CallError::internal`] and a handler that panics are answered `internal_error`
@@ -79,6 +84,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+#[cfg(feature = "chord")]
+mod endpoint;
+#[cfg(feature = "chord")]
+pub use endpoint::{ChordEndpoint, ChordEndpointBuilder, ChordError, ChordService, DEFAULT_MAX_SUBSCRIPTIONS};
 
 use crate::connection::{ServerConnection, ServerEvent, ServerOptions};
 use crate::io::{Accept, AcceptOptions, Acceptor, ByteBudget, DriverOptions, ServerDriver};
@@ -240,6 +250,9 @@ pub struct Context {
     cancel: CancellationToken,
     out: mpsc::UnboundedSender<Outgoing>,
     connection: u64,
+    /// Unique per connection in the process (the Chord endpoint's subscription table).
+    #[cfg_attr(not(feature = "chord"), allow(dead_code))]
+    key: u64,
 }
 
 impl Context {
@@ -617,6 +630,13 @@ fn attachment_id() -> AttachmentId {
     AttachmentId::new(text).expect("a UUID is a valid attachment id")
 }
 
+/// A number per connection, unique in the process (the connection numbers of
+/// [`Context::connection`] repeat across [`Server::serve_stream`] calls).
+fn next_connection_key() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A Session operation waiting for the Session calls in flight to settle.
 struct PendingSessionOp {
     id: RequestId,
@@ -628,6 +648,8 @@ struct PendingSessionOp {
 struct ConnectionState<S> {
     shared: Arc<Shared<S>>,
     number: u64,
+    /// Unique per connection in the process.
+    key: u64,
     out: mpsc::UnboundedSender<Outgoing>,
     /// The calls running as tasks, with their cancellation.
     running: HashMap<RequestId, CancellationToken>,
@@ -683,7 +705,16 @@ impl Control {
     }
 }
 
-/// Whether `result` has the shape of a subscription snapshot `{serviceId, mode, instances}`.
+/// Whether `result` is a subscription snapshot, as Chord's parser reads one
+/// (`pi-chord/schema/chord.json` `Snapshot`, ops checked).
+#[cfg(feature = "chord")]
+fn is_snapshot(result: &Payload) -> bool {
+    crate::chord::wire::Snapshot::from_payload(result).is_ok()
+}
+
+/// Whether `result` has the shape of a subscription snapshot `{serviceId, mode, instances}`
+/// (without the `chord` feature, the members are not read).
+#[cfg(not(feature = "chord"))]
 fn is_snapshot(result: &Payload) -> bool {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -712,6 +743,7 @@ where
     let mut state = ConnectionState {
         shared: Arc::clone(&shared),
         number,
+        key: next_connection_key(),
         out,
         running: HashMap::new(),
         session_calls: 0,
@@ -863,7 +895,9 @@ impl<S: Service> ConnectionState<S> {
         if session.is_none() && call.service_id == SESSION_MANAGEMENT && call.instance.is_none() {
             return self.session_management(connection, id, &call);
         }
-        let control = if session.is_none() { Control::of(&call) } else { None };
+        // Followed whatever the target (the reference server does): a Session's answer to a
+        // subscribe must be a snapshot too.
+        let control = Control::of(&call);
         match &control {
             Some(Control::Subscribe(sub)) if self.subscriptions.contains(sub) || self.subscribing.contains_key(sub) => {
                 let message = format!("Duplicate service subscription {}", sub.as_str());
@@ -873,16 +907,10 @@ impl<S: Service> ConnectionState<S> {
             Some(Control::Subscribe(sub)) => {
                 self.subscribing.insert(sub.clone(), Vec::new());
             }
-            Some(Control::Unsubscribe(sub)) if !self.subscriptions.contains(sub) => {
-                // Chord's provider throws for an unknown subscription: hidden, as any failure.
-                self.shared.report(&io::Error::other(format!("unsubscribe of unknown subscription {}", sub.as_str())));
-                self.respond(connection, &id, Err(internal_error()));
-                return;
-            }
             _ => {}
         }
         let cancel = CancellationToken::new();
-        let cx = Context { cancel: cancel.clone(), out: self.out.clone(), connection: self.number };
+        let cx = Context { cancel: cancel.clone(), out: self.out.clone(), connection: self.number, key: self.key };
         let shared = Arc::clone(&self.shared);
         let is_session = session.is_some();
         let mut work: Pin<Box<dyn Future<Output = CallResult> + Send>> = match session {
@@ -950,7 +978,15 @@ impl<S: Service> ConnectionState<S> {
                         self.subscriptions.insert(sub.clone());
                         updates = pending.into_iter().map(|update| (sub.clone(), update)).collect();
                     }
-                    Ok(_) => {
+                    Ok(None) => {
+                        // The reference's own validation error, shown to the client.
+                        answer = Err(ErrorBody::new(
+                            code("invalid_request"),
+                            "Service subscription did not return a snapshot",
+                        ));
+                    }
+                    Ok(Some(_)) => {
+                        // The reference's snapshot parser throws: hidden, as any failure.
                         let error = io::Error::other("a subscribe call answered with no subscription snapshot");
                         self.shared.report(&error);
                         answer = Err(internal_error());

@@ -248,6 +248,16 @@ impl StatePublisher {
         }
     }
 
+    /// Makes `next` the current value and returns the wire ops of `ops`, a batch already
+    /// derived from the current value to `next` (by [`diff`], once for many streams of one
+    /// value), or `None` for an empty batch. The caller vouches that `ops` lead there.
+    pub fn publish_ops(&mut self, ops: impl IntoIterator<Item = Op>, next: Value) -> Option<Value> {
+        let mut ops = ops.into_iter().peekable();
+        self.value = next;
+        ops.peek()?;
+        Some(self.encoder.encode_json(ops))
+    }
+
     /// The current (last published) value.
     #[must_use]
     pub fn value(&self) -> &Value {

@@ -476,11 +476,36 @@ impl SubscriptionPublisher {
         member: &str,
         value: Value,
     ) -> Result<Option<Update>, SubscriptionError> {
+        self.publish_with(instance, member, |publisher| publisher.publish(value))
+    }
+
+    /// As [`publish`](Self::publish), for the batch `ops` already derived (with
+    /// [`diff`](crate::delta::diff), once for every subscription of one state) from the
+    /// member's last value to `value`: each subscription then only encodes it.
+    ///
+    /// # Errors
+    /// As [`publish`](Self::publish).
+    pub fn publish_ops(
+        &mut self,
+        instance: Option<&InstanceAddress>,
+        member: &str,
+        ops: &[crate::delta::Op],
+        value: &Value,
+    ) -> Result<Option<Update>, SubscriptionError> {
+        self.publish_with(instance, member, |publisher| publisher.publish_ops(ops.iter().cloned(), value.clone()))
+    }
+
+    fn publish_with(
+        &mut self,
+        instance: Option<&InstanceAddress>,
+        member: &str,
+        encode: impl FnOnce(&mut StatePublisher) -> Option<Value>,
+    ) -> Result<Option<Update>, SubscriptionError> {
         let state = describe(instance, member);
         let Ok(name) = Id::new(member) else { return Err(SubscriptionError::Unknown { state }) };
         let key = (instance.cloned(), name.clone());
         let Some(entry) = self.publishers.get_mut(&key) else { return Err(SubscriptionError::Unknown { state }) };
-        let Some(ops) = entry.publisher.publish(value) else { return Ok(None) };
+        let Some(ops) = encode(&mut entry.publisher) else { return Ok(None) };
         entry.sequence += 1;
         let ops = Ops::from_value(&ops)?;
         let sequence = pi_protocol_runtime::Integer::new(entry.sequence).map_err(|_| SubscriptionError::Mode {

@@ -133,3 +133,23 @@ fn snapshots_that_cannot_be_followed_are_refused() {
     let err = registry.install(&not_a_base).unwrap_err();
     assert!(matches!(&err, SubscriptionError::Delta { path, .. } if path == "instances[0].members[0].ops"), "{err}");
 }
+
+#[test]
+fn ops_derived_once_publish_as_a_diff_per_subscription_does() {
+    let service = || SubscriptionPublisher::new(Id::new("demo.counter").unwrap(), ServiceMode::Singleton);
+    let start = json!({"value": 0, "log": ""});
+    let instance = ServiceInstance::new(vec![ServiceMember::state("count", 0, start.clone()).unwrap()]);
+    let (mut by_value, mut by_ops) = (service(), service());
+    by_value.snapshot(std::slice::from_ref(&instance)).unwrap();
+    by_ops.snapshot(std::slice::from_ref(&instance)).unwrap();
+    let mut before = start;
+    for (value, log) in [(2, "+2"), (5, "+2+3"), (9, "+2+3+4")] {
+        let next = json!({"value": value, "log": log});
+        let ops = crate::delta::diff(&before, &next);
+        let expected = by_value.publish(None, "count", next.clone()).unwrap().unwrap();
+        assert_eq!(by_ops.publish_ops(None, "count", &ops, &next).unwrap().unwrap(), expected);
+        before = next;
+    }
+    assert_eq!(by_ops.publish_ops(None, "count", &[], &before).unwrap(), None, "no ops, no update");
+    assert!(matches!(by_ops.publish_ops(None, "nope", &[], &before), Err(SubscriptionError::Unknown { .. })));
+}

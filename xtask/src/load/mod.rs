@@ -306,7 +306,7 @@ fn build(root: &Path, target: &Path, short: bool) -> Result<(), String> {
     let mut command = Command::new(cargo);
     // The features and packages of the README's test command's build, so that CI, which ran it
     // first, finds both binaries fresh.
-    command.current_dir(root).args(["build", "--quiet", "-p", "pi-protocol", "--features", "tokio,uuid"]);
+    command.current_dir(root).args(["build", "--quiet", "-p", "pi-protocol", "--features", "tokio,uuid,chord"]);
     command.args(["--example", "server", "--example", "load", "--target-dir"]).arg(target);
     if !short {
         command.arg("--release");
