@@ -145,10 +145,26 @@ impl<'de> Reader<'de> {
             return Err(with_head_at(error, self.input, at));
         }
         let n = n as usize;
-        if n.saturating_mul(min_entry_bytes) > self.input.len() - self.pos {
-            return Err(truncated());
+        if n.saturating_mul(min_entry_bytes) > self.input.len() - self.pos && !self.in_short_container {
+            return Err(self.short_container(at));
         }
         Ok(n)
+    }
+
+    /// The error for the container whose initial byte is at `at` and which announces more
+    /// entries than the input can hold. The reference reads entries until one fails, so the
+    /// first error in wire order among the entries present wins, and `Truncated` only when they
+    /// are all well-formed (docs/PROTOCOL.md section 6). They are walked by a reader of their
+    /// own that accepts byte strings and never takes this path again; the walk is iterative and
+    /// each entry costs at least one input byte.
+    #[cold]
+    #[inline(never)]
+    fn short_container(&self, at: usize) -> ProtocolError {
+        let mut walk = Reader { pos: at, allow_bytes: true, shared: None, in_short_container: true, ..*self };
+        match walk.skip() {
+            Err(error) => error,
+            Ok(()) => truncated(),
+        }
     }
 
     #[inline]
