@@ -39,6 +39,10 @@ pub struct ItemShape {
     pub widest: u32,
 }
 
+/// How many map keys that are not text strings, each inside the one before, are walked for an
+/// earlier error before the innermost is refused at once ([`Reader::non_text_key`]).
+const MAX_KEY_NESTING: u8 = 8;
+
 /// A strict CBOR cursor over one payload (see the module documentation).
 ///
 /// The reader tracks the depth of the next item: the first item read is at depth 0, entries of a
@@ -52,8 +56,9 @@ pub struct Reader<'de> {
     limits: CborLimits,
     allow_bytes: bool,
     shared: Option<&'de Bytes>,
-    /// Whether this reader walks a map key that is not a text string ([`Reader::non_text_key`]).
-    in_key: bool,
+    /// How many map keys that are not text strings enclose the item this reader walks
+    /// ([`Reader::non_text_key`]).
+    key_nesting: u8,
     /// Whether this reader walks the entries of a container that announces more entries than
     /// the input can hold, to find the first error in wire order (`Reader::short_container`).
     in_short_container: bool,
@@ -69,7 +74,7 @@ impl<'de> Reader<'de> {
             limits,
             allow_bytes: false,
             shared: None,
-            in_key: false,
+            key_nesting: 0,
             in_short_container: false,
         }
     }
@@ -83,7 +88,7 @@ impl<'de> Reader<'de> {
             limits,
             allow_bytes: false,
             shared: Some(input),
-            in_key: false,
+            key_nesting: 0,
             in_short_container: false,
         }
     }
@@ -416,13 +421,14 @@ impl<'de> Reader<'de> {
     /// The error for the map key at the cursor, which is not a text string. The reference reads
     /// the whole key before it refuses it, so the first CBOR error inside the key wins; without
     /// one, `NonTextKey` (docs/PROTOCOL.md section 6). The key is walked by a reader of its own
-    /// that accepts byte strings (the key's failure is its type, whatever it holds); a non-text
-    /// key inside that key is refused at once, so the walk never nests.
+    /// that accepts byte strings (the key's failure is its type, whatever it holds). A key
+    /// inside such a key is walked the same way up to [`MAX_KEY_NESTING`] levels, which bounds
+    /// the recursion; deeper, it is refused at once.
     #[cold]
     #[inline(never)]
     pub(crate) fn non_text_key(&self) -> ProtocolError {
-        if !self.in_key {
-            let mut key = Reader { allow_bytes: true, shared: None, in_key: true, ..*self };
+        if self.key_nesting < MAX_KEY_NESTING {
+            let mut key = Reader { allow_bytes: true, shared: None, key_nesting: self.key_nesting + 1, ..*self };
             if let Err(error) = key.skip() {
                 return error;
             }
