@@ -344,6 +344,10 @@ fn other_simple_values_are_unsupported() {
     assert_refused_as(&[0xf7], "Unsupported CBOR simple value or floating-point width");
     assert_refused_as(&[0xfa, 0, 0, 0, 0], "Unsupported CBOR simple value or floating-point width");
     assert_refused_as(&[0xfc], "Unsupported CBOR simple value or floating-point width");
+    // The reference refuses these at the initial byte, before the bytes that should follow.
+    assert_refused_as(&[0xf8], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0xf9], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0x81, 0xf8], "Unsupported CBOR simple value or floating-point width");
 }
 
 #[test]

@@ -233,7 +233,6 @@ impl<'de> Reader<'de> {
                 check_float(v)?;
                 Ok(Scalar::Number(v))
             }
-            24 if self.input.len() < self.pos + 2 => Err(truncated()),
             _ => Err(ProtocolError::cbor(Rule::UnsupportedSimple)),
         }
     }
