@@ -427,3 +427,29 @@ fn the_three_realpeer_scenarios_get_the_reference_servers_words() {
         vec![hello_error("invalid_request", "Invalid client protocol frame: Malformed CBOR additional information")]
     );
 }
+
+#[test]
+fn a_header_past_the_limit_later_in_the_chunk_is_the_error() {
+    // The reference splits every frame of a chunk before it decodes any: a frame that does not
+    // decode, then a header over the limit in the same chunk, is refused for the header.
+    let mut server = ready(ServerOptions::default());
+    let mut chunk = vec![0, 0, 0, 1, 0x1c, 0, 0, 0, 1, 0xf6];
+    chunk.extend_from_slice(&0x0100_0001u32.to_be_bytes());
+    server.receive(&chunk);
+    assert_eq!(
+        sent(&mut server),
+        vec![hello_error(
+            "invalid_request",
+            "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216"
+        )]
+    );
+    // In the next chunk, it is not looked at.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&[0, 0, 0, 1, 0x1c]);
+    server.receive(&0x0100_0001u32.to_be_bytes());
+    assert_refused_as_sent(&mut server, "Malformed CBOR additional information");
+}
+
+fn assert_refused_as_sent(server: &mut ServerConnection, detail: &str) {
+    assert_eq!(sent(server), vec![hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}"))]);
+}

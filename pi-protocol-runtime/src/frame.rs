@@ -560,8 +560,11 @@ impl Frames<'_, '_> {
         match decode(payload) {
             Err(error) => {
                 self.done = true;
+                // A header over the limit later in the chunk wins, as in `push_with`.
+                let rest = if self.backlog_read < self.backlog.len() { &[][..] } else { self.chunk };
+                let error = self.decoder.header_error_after(rest, error.with_offset(offset));
                 self.decoder.fail();
-                Some(Err(error.with_offset(offset)))
+                Some(Err(error))
             }
             message => Some(message),
         }
