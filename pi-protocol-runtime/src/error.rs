@@ -519,6 +519,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reference_text_of_the_rules_no_connection_test_reaches() {
+        // The whole payload past maxByteLength (no string head recorded), the end of a stream
+        // inside a frame, and a schema error (the reference's fixed text is the server's).
+        let limit = ProtocolError::cbor(Rule::ByteLengthLimit { limit: 10 });
+        assert_eq!(limit.reference_text(), "CBOR byte length exceeds configured limit of 10");
+        let text = ProtocolError::cbor(Rule::ByteLengthLimit { limit: 10 }).with_head(0x7a);
+        assert_eq!(text.reference_text(), "CBOR text string length exceeds configured limit of 10");
+        let truncated = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame);
+        assert_eq!(truncated.reference_text(), "Truncated frame at end of stream");
+        let schema = ProtocolError::schema(Rule::UnknownField).at("type");
+        assert_eq!(schema.reference_text(), schema.to_string());
+        // Without a recorded head, an unsafe integer is a value, not an argument.
+        assert_eq!(
+            ProtocolError::cbor(Rule::UnsafeInteger).reference_text(),
+            "Decoded CBOR integer is outside the safe range"
+        );
+    }
+
+    #[test]
     fn min_length_reads_well_for_one_and_for_more() {
         assert_eq!(Rule::MinLength { min: 1 }.to_string(), "string is empty (at least 1 character required)");
         assert_eq!(Rule::MinLength { min: 3 }.to_string(), "string shorter than 3 characters");
