@@ -412,6 +412,12 @@ fn container_lengths_past_the_limit_name_their_kind() {
 #[test]
 fn nesting_past_the_limit_is_the_depth_limit() {
     assert_refused_as(&[0x81; 70], "CBOR nesting depth exceeds configured limit of 64");
+    // The reference checks the depth before it reads the item: also when no byte is left.
+    assert_refused_as(&[0x81; 65], "CBOR nesting depth exceeds configured limit of 64");
+    let mut maps = [0xa1, 0x61, b'k'].repeat(65);
+    assert_refused_as(&maps, "CBOR nesting depth exceeds configured limit of 64");
+    maps.truncate(64 * 3);
+    assert_refused_as(&maps, "Truncated CBOR payload");
 }
 
 #[test]
