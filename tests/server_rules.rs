@@ -273,3 +273,189 @@ fn driver_deadlines_and_budgets_close_the_connection_and_drop_its_queue() {
     server.receive(&[0, 0, 0]);
     assert!(server.receiving_frame());
 }
+
+/// The `hello_error` a ready server sends for one frame carrying `payload`.
+fn refusal_of(payload: &[u8]) -> ServerMessage {
+    let mut server = ready(ServerOptions::default());
+    let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(payload);
+    server.receive(&frame);
+    let messages = sent(&mut server);
+    assert!(server.is_closed());
+    let [message] = &messages[..] else { panic!("one hello_error expected: {messages:?}") };
+    message.clone()
+}
+
+/// Checks that `payload` is refused with the reference server's words: `Invalid client protocol
+/// frame: ` and the reference decoder's text for that failure (docs/PROTOCOL.md section 6).
+fn assert_refused_as(payload: &[u8], detail: &str) {
+    assert_eq!(
+        refusal_of(payload),
+        hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}")),
+        "payload {payload:02x?}"
+    );
+}
+
+// One test for each text the reference decoder (`@earendil-works/pi-protocol` 0.85.1) words a
+// CBOR failure with, and one for each of our rules the reference words by the item's major
+// type (what real pi-server 0.85.1 sends, checked against it by tests/realpeer/run.sh part (c)).
+
+#[test]
+fn empty_payload_is_truncated() {
+    assert_refused_as(&[], "Truncated CBOR payload");
+    assert_refused_as(&[0xa1, 0x64, b't', b'y'], "Truncated CBOR payload");
+}
+
+#[test]
+fn break_byte_is_the_break_marker() {
+    assert_refused_as(&[0xff, 0xff, 0xff], "CBOR break marker is not supported");
+}
+
+#[test]
+fn reserved_additional_information_is_malformed() {
+    assert_refused_as(&[0x1c], "Malformed CBOR additional information");
+    assert_refused_as(&[0x3d], "Malformed CBOR additional information");
+    assert_refused_as(&[0xbe], "Malformed CBOR additional information");
+}
+
+#[test]
+fn indefinite_integer_is_an_indefinite_item() {
+    assert_refused_as(&[0x1f], "Indefinite-length CBOR items are not supported");
+    assert_refused_as(&[0x3f], "Indefinite-length CBOR items are not supported");
+}
+
+#[test]
+fn indefinite_strings_and_containers_name_their_kind() {
+    assert_refused_as(&[0x5f], "Indefinite-length CBOR byte strings are not supported");
+    assert_refused_as(&[0x7f], "Indefinite-length CBOR text strings are not supported");
+    assert_refused_as(&[0x9f], "Indefinite-length CBOR arrays are not supported");
+    assert_refused_as(&[0xbf], "Indefinite-length CBOR maps are not supported");
+}
+
+#[test]
+fn every_tag_head_is_a_tag() {
+    assert_refused_as(&[0xc0, 0x00], "CBOR tags are not supported");
+    assert_refused_as(&[0xdc], "CBOR tags are not supported");
+    assert_refused_as(&[0xdf], "CBOR tags are not supported");
+}
+
+#[test]
+fn other_simple_values_are_unsupported() {
+    assert_refused_as(&[0xf7], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0xfa, 0, 0, 0, 0], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0xfc], "Unsupported CBOR simple value or floating-point width");
+    // The reference refuses these at the initial byte, before the bytes that should follow.
+    assert_refused_as(&[0xf8], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0xf9], "Unsupported CBOR simple value or floating-point width");
+    assert_refused_as(&[0x81, 0xf8], "Unsupported CBOR simple value or floating-point width");
+}
+
+#[test]
+fn an_argument_beyond_two_to_the_53_is_out_of_the_safe_range() {
+    let wide = |initial: u8| [initial, 0x00, 0x20, 0, 0, 0, 0, 0, 0];
+    for initial in [0x1b, 0x3b, 0x5b, 0x7b, 0x9b, 0xbb] {
+        assert_refused_as(&wide(initial), "Decoded CBOR integer or length is outside the safe range");
+    }
+}
+
+#[test]
+fn an_unsafe_value_is_an_unsafe_integer() {
+    // -2^53, and the float64 2^53.
+    assert_refused_as(
+        &[0x3b, 0x00, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+        "Decoded CBOR integer is outside the safe range",
+    );
+    assert_refused_as(&[0xfb, 0x43, 0x40, 0, 0, 0, 0, 0, 0], "Decoded CBOR integer is outside the safe range");
+}
+
+#[test]
+fn nan_is_not_finite() {
+    assert_refused_as(&[0xfb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0], "Decoded CBOR number must be finite");
+}
+
+#[test]
+fn a_number_key_is_not_a_string() {
+    assert_refused_as(&[0xa1, 0x01, 0x01], "CBOR map keys must be strings");
+}
+
+#[test]
+fn a_repeated_key_is_a_duplicate() {
+    assert_refused_as(&[0xa2, 0x61, b'a', 0x01, 0x61, b'a', 0x02], "CBOR map contains a duplicate key");
+    assert_refused_as(
+        &[0xa2, 0x64, b't', b'y', b'p', b'e', 0x01, 0x64, b't', b'y', b'p', b'e', 0x02],
+        "CBOR map contains a duplicate key",
+    );
+}
+
+#[test]
+fn bad_utf8_is_invalid_utf8() {
+    assert_refused_as(&[0x61, 0xff], "CBOR text string contains invalid UTF-8");
+}
+
+#[test]
+fn a_second_item_is_trailing_data() {
+    assert_refused_as(&[0xf6, 0xf6], "CBOR payload contains trailing data");
+}
+
+#[test]
+fn string_lengths_past_the_limit_name_their_kind() {
+    assert_refused_as(&[0x5a, 0x01, 0x00, 0x00, 0x01], "CBOR byte string length exceeds configured limit of 16777216");
+    assert_refused_as(&[0x7a, 0x01, 0x00, 0x00, 0x01], "CBOR text string length exceeds configured limit of 16777216");
+}
+
+#[test]
+fn container_lengths_past_the_limit_name_their_kind() {
+    assert_refused_as(&[0x9a, 0x00, 0x0f, 0x42, 0x41], "CBOR array length exceeds configured limit of 1000000");
+    assert_refused_as(&[0xba, 0x00, 0x0f, 0x42, 0x41], "CBOR map length exceeds configured limit of 1000000");
+}
+
+#[test]
+fn nesting_past_the_limit_is_the_depth_limit() {
+    assert_refused_as(&[0x81; 70], "CBOR nesting depth exceeds configured limit of 64");
+    // The reference checks the depth before it reads the item: also when no byte is left.
+    assert_refused_as(&[0x81; 65], "CBOR nesting depth exceeds configured limit of 64");
+    let mut maps = [0xa1, 0x61, b'k'].repeat(65);
+    assert_refused_as(&maps, "CBOR nesting depth exceeds configured limit of 64");
+    maps.truncate(64 * 3);
+    assert_refused_as(&maps, "Truncated CBOR payload");
+}
+
+#[test]
+fn the_three_realpeer_scenarios_get_the_reference_servers_words() {
+    // scenarios.mjs malformed-frame, malformed-before-hello and empty-frame, with the messages
+    // the real pi-server 0.85.1 sends (captured with tests/realpeer/run.sh part (c)).
+    assert_refused_as(&[0xff, 0xff, 0xff], "CBOR break marker is not supported");
+    assert_refused_as(&[], "Truncated CBOR payload");
+    let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default());
+    server.receive(&[0, 0, 0, 1, 0x1c]);
+    assert_eq!(
+        sent(&mut server),
+        vec![hello_error("invalid_request", "Invalid client protocol frame: Malformed CBOR additional information")]
+    );
+}
+
+#[test]
+fn a_header_past_the_limit_later_in_the_chunk_is_the_error() {
+    // The reference splits every frame of a chunk before it decodes any: a frame that does not
+    // decode, then a header over the limit in the same chunk, is refused for the header.
+    let mut server = ready(ServerOptions::default());
+    let mut chunk = vec![0, 0, 0, 1, 0x1c, 0, 0, 0, 1, 0xf6];
+    chunk.extend_from_slice(&0x0100_0001u32.to_be_bytes());
+    server.receive(&chunk);
+    assert_eq!(
+        sent(&mut server),
+        vec![hello_error(
+            "invalid_request",
+            "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216"
+        )]
+    );
+    // In the next chunk, it is not looked at.
+    let mut server = ready(ServerOptions::default());
+    server.receive(&[0, 0, 0, 1, 0x1c]);
+    server.receive(&0x0100_0001u32.to_be_bytes());
+    assert_refused_as_sent(&mut server, "Malformed CBOR additional information");
+}
+
+fn assert_refused_as_sent(server: &mut ServerConnection, detail: &str) {
+    assert_eq!(sent(server), vec![hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}"))]);
+}

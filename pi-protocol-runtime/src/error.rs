@@ -293,13 +293,19 @@ struct Inner {
     /// Path segments, innermost first (they are added as the error travels outwards).
     path: Vec<PathSegment>,
     offset: Option<u64>,
+    /// The initial byte of the CBOR item whose head broke the rule, kept only where the
+    /// reference words the rule by it ([`ProtocolError::reference_text`]): the major type for
+    /// `IndefiniteLength`, `ReservedAdditionalInfo`, `ByteLengthLimit` and
+    /// `ContainerLengthLimit`; for `UnsafeInteger`, only when the argument itself is beyond
+    /// 2^53 - 1.
+    head: Option<u8>,
 }
 
 impl ProtocolError {
     /// An error of `kind` for `rule`, with an empty path and no offset.
     #[cold]
     pub fn new(kind: ErrorKind, rule: Rule) -> Self {
-        ProtocolError(Box::new(Inner { kind, rule, path: Vec::new(), offset: None }))
+        ProtocolError(Box::new(Inner { kind, rule, path: Vec::new(), offset: None, head: None }))
     }
 
     /// A CBOR-level error (`ErrorKind::Cbor`).
@@ -345,6 +351,85 @@ impl ProtocolError {
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.0.offset = Some(offset);
         self
+    }
+
+    /// Records the initial byte of the CBOR item whose head broke the rule, so that
+    /// [`reference_text`](Self::reference_text) can word it as the reference does.
+    #[cold]
+    pub(crate) fn with_head(mut self, initial: u8) -> Self {
+        self.0.head = Some(initial);
+        self
+    }
+
+    /// The reference decoder's words for this failure (`@earendil-works/pi-protocol` 0.85.1,
+    /// docs/PROTOCOL.md section 6): the text the reference server puts after `Invalid client
+    /// protocol frame: ` in the `hello_error` it sends for a frame it cannot decode.
+    ///
+    /// Frame and CBOR errors map rule by rule; where the reference words one of our rules by
+    /// the item's major type (`IndefiniteLength`, `ReservedAdditionalInfo`, `ByteLengthLimit`,
+    /// `ContainerLengthLimit`) or tells an 8-byte argument beyond 2^53 - 1 from an unsafe value
+    /// (`UnsafeInteger`, `LengthOutOfRange`), the decoder records what it needs. Like
+    /// `Display`, the text quotes nothing a peer sent. Other kinds (a schema error is the
+    /// reference's "Invalid client protocol message", a fixed text) give this error's own
+    /// `Display` text.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::{ProtocolError, Rule};
+    /// assert_eq!(ProtocolError::cbor(Rule::Truncated).reference_text(), "Truncated CBOR payload");
+    /// assert_eq!(
+    ///     ProtocolError::cbor(Rule::DepthLimit { limit: 64 }).reference_text(),
+    ///     "CBOR nesting depth exceeds configured limit of 64"
+    /// );
+    /// ```
+    pub fn reference_text(&self) -> String {
+        let major = self.0.head.map(|b| b >> 5);
+        let kind_of = |major: Option<u8>| match major {
+            Some(2) => "byte string",
+            Some(3) => "text string",
+            Some(4) => "array",
+            _ => "map",
+        };
+        let text: &str = match self.0.rule {
+            Rule::FrameTooLong { length, limit } => {
+                return format!("Frame length {length} exceeds configured limit of {limit}")
+            }
+            Rule::TruncatedFrame => "Truncated frame at end of stream",
+            Rule::Truncated => "Truncated CBOR payload",
+            Rule::TrailingData => "CBOR payload contains trailing data",
+            Rule::ReservedAdditionalInfo => match (major, self.0.head.map(|b| b & 0x1f)) {
+                (Some(6), _) => "CBOR tags are not supported",
+                (Some(7), _) => "Unsupported CBOR simple value or floating-point width",
+                (_, Some(31)) => "Indefinite-length CBOR items are not supported",
+                _ => "Malformed CBOR additional information",
+            },
+            Rule::IndefiniteLength => match major {
+                Some(0 | 1) | None => "Indefinite-length CBOR items are not supported",
+                Some(6) => "CBOR tags are not supported",
+                kind => return format!("Indefinite-length CBOR {}s are not supported", kind_of(kind)),
+            },
+            Rule::UnexpectedBreak => "CBOR break marker is not supported",
+            Rule::Tag => "CBOR tags are not supported",
+            Rule::UnsupportedSimple => "Unsupported CBOR simple value or floating-point width",
+            Rule::NonFiniteNumber => "Decoded CBOR number must be finite",
+            Rule::UnsafeInteger if self.0.head.is_some() => "Decoded CBOR integer or length is outside the safe range",
+            Rule::UnsafeInteger => "Decoded CBOR integer is outside the safe range",
+            Rule::LengthOutOfRange => "Decoded CBOR integer or length is outside the safe range",
+            Rule::InvalidUtf8 => "CBOR text string contains invalid UTF-8",
+            Rule::NonTextKey => "CBOR map keys must be strings",
+            Rule::DuplicateKey => "CBOR map contains a duplicate key",
+            Rule::ByteLengthLimit { limit } => {
+                return match major {
+                    Some(2 | 3) => format!("CBOR {} length exceeds configured limit of {limit}", kind_of(major)),
+                    _ => format!("CBOR byte length exceeds configured limit of {limit}"),
+                }
+            }
+            Rule::ContainerLengthLimit { limit } => {
+                return format!("CBOR {} length exceeds configured limit of {limit}", kind_of(major))
+            }
+            Rule::DepthLimit { limit } => return format!("CBOR nesting depth exceeds configured limit of {limit}"),
+            _ => return self.to_string(),
+        };
+        text.to_owned()
     }
 
     /// Which layer refused the input.
@@ -432,6 +517,25 @@ impl std::error::Error for ProtocolError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_text_of_the_rules_no_connection_test_reaches() {
+        // The whole payload past maxByteLength (no string head recorded), the end of a stream
+        // inside a frame, and a schema error (the reference's fixed text is the server's).
+        let limit = ProtocolError::cbor(Rule::ByteLengthLimit { limit: 10 });
+        assert_eq!(limit.reference_text(), "CBOR byte length exceeds configured limit of 10");
+        let text = ProtocolError::cbor(Rule::ByteLengthLimit { limit: 10 }).with_head(0x7a);
+        assert_eq!(text.reference_text(), "CBOR text string length exceeds configured limit of 10");
+        let truncated = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame);
+        assert_eq!(truncated.reference_text(), "Truncated frame at end of stream");
+        let schema = ProtocolError::schema(Rule::UnknownField).at("type");
+        assert_eq!(schema.reference_text(), schema.to_string());
+        // Without a recorded head, an unsafe integer is a value, not an argument.
+        assert_eq!(
+            ProtocolError::cbor(Rule::UnsafeInteger).reference_text(),
+            "Decoded CBOR integer is outside the safe range"
+        );
+    }
 
     #[test]
     fn min_length_reads_well_for_one_and_for_more() {

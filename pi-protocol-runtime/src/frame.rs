@@ -310,14 +310,39 @@ impl FrameDecoder {
             let Some(offset) = self.complete_partial(&mut chunk)? else {
                 return Ok(());
             };
-            on_frame(&self.partial[FRAME_HEADER_LENGTH..], offset)?;
+            if let Err(error) = on_frame(&self.partial[FRAME_HEADER_LENGTH..], offset) {
+                return Err(self.header_error_after(chunk, error));
+            }
             self.release_buffer();
         }
         while let Some((payload, offset)) = self.frame_in_chunk(&mut chunk)? {
-            on_frame(payload, offset)?;
+            if let Err(error) = on_frame(payload, offset) {
+                return Err(self.header_error_after(chunk, error));
+            }
         }
         self.keep_tail(chunk);
         Ok(())
+    }
+
+    /// The error to report when a frame failed to decode with `error` and `rest` is what follows
+    /// it in the pushed chunk. The reference splits every frame of a chunk before it decodes
+    /// any, so a header announcing more than the limit further on in the same chunk is its
+    /// error instead (docs/PROTOCOL.md section 6); the headers of the complete frames in `rest`
+    /// are looked at, nothing is buffered.
+    #[cold]
+    #[inline(never)]
+    fn header_error_after(&self, mut rest: &[u8], error: ProtocolError) -> ProtocolError {
+        let mut offset = self.offset;
+        while let [a, b, c, d, ..] = *rest {
+            let total = match self.check_header([a, b, c, d], offset) {
+                Ok(length) => FRAME_HEADER_LENGTH + length,
+                Err(header_error) => return header_error,
+            };
+            let Some(after) = rest.get(total..) else { break };
+            rest = after;
+            offset += total as u64;
+        }
+        error
     }
 
     /// Takes the bytes of the next frame from the front of `chunk` (advancing it): the frame
@@ -588,8 +613,11 @@ impl Frames<'_, '_> {
         match decode(payload) {
             Err(error) => {
                 self.done = true;
+                // A header over the limit later in the chunk wins, as in `push_with`.
+                let rest = if self.backlog_read < self.backlog.len() { &[][..] } else { self.chunk };
+                let error = self.decoder.header_error_after(rest, error.with_offset(offset));
                 self.decoder.fail();
-                Some(Err(error.with_offset(offset)))
+                Some(Err(error))
             }
             message => Some(message),
         }

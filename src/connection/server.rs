@@ -549,14 +549,10 @@ impl ServerConnection {
             Violation::ExpectedHello => self.options.expected_hello.clone(),
             Violation::UnexpectedHello => self.options.unexpected_hello.clone(),
             Violation::Decode(error) if error.kind() == ErrorKind::Schema => self.options.malformed_message.clone(),
+            // The reference server's words: its decoder's text for the failure
+            // (docs/PROTOCOL.md section 6, `ProtocolError::reference_text`).
             Violation::Decode(error) => {
-                let detail = match error.rule() {
-                    Rule::FrameTooLong { length, limit } => {
-                        format!("Frame length {length} exceeds configured limit of {limit}")
-                    }
-                    rule => rule.to_string(),
-                };
-                let message = format!("Invalid client protocol frame: {detail}");
+                let message = format!("Invalid client protocol frame: {}", error.reference_text());
                 ErrorBody::new(self.options.malformed_frame_code.clone(), message)
             }
             other => ErrorBody::new(self.options.malformed_frame_code.clone(), other.to_string()),

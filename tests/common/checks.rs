@@ -11,7 +11,8 @@
 //!   order, or a payload is not in JavaScript key order, so only the JSON path can match).
 //! - `decodeCbor`: same verdict and, when accepted, the same canonical bytes.
 //!
-//! Every error message must also fit in `MAX_ERROR_MESSAGE_LENGTH` characters.
+//! Every error message must also fit in `MAX_ERROR_MESSAGE_LENGTH` characters, and a rejected
+//! `decode` must be worded as the reference words it (`ProtocolError::reference_text`).
 
 use super::{canonical_hex_of_cbor, canonical_hex_of_json, unhex};
 use pi_protocol::runtime::limits::{number_option, MAX_CONFIGURABLE_LENGTH};
@@ -121,6 +122,29 @@ fn check_error_length(id: &str, error: &ProtocolError) -> Result<(), String> {
     Ok(())
 }
 
+/// The reference's words for a failed decode, as its server sends them in `hello_error`
+/// (docs/PROTOCOL.md section 6): `Invalid <side> protocol frame: ` or `... framing: ` and the
+/// decoder's text, which must be [`ProtocolError::reference_text`]; `Invalid <side> protocol
+/// message` for a schema error. Other texts (bad options) are not compared.
+fn check_error_text(id: &str, side: &str, error: &ProtocolError, expect: &Value) -> Result<(), String> {
+    let reference = expect["error"].as_str().unwrap_or_default();
+    let reference = reference.strip_prefix("ProtocolValidationError: ").unwrap_or(reference);
+    let frame = format!("Invalid {side} protocol frame: ");
+    let framing = format!("Invalid {side} protocol framing: ");
+    let detail = reference.strip_prefix(frame.as_str()).or_else(|| reference.strip_prefix(framing.as_str()));
+    let schema = error.kind() == pi_protocol::ErrorKind::Schema;
+    let agrees = match detail {
+        Some(detail) => !schema && error.reference_text() == detail,
+        None if reference == format!("Invalid {side} protocol message") => schema,
+        None => return Ok(()),
+    };
+    if agrees {
+        Ok(())
+    } else {
+        Err(format!("{id}: error text differs\n ours {:?} ({error})\n ref  {reference:?}", error.reference_text()))
+    }
+}
+
 fn check_decode(id: &str, request: &Value, expect: &Value) -> Result<(), String> {
     let outcome = run_decode(request);
     match (&outcome, expect["ok"].as_bool() == Some(true)) {
@@ -155,7 +179,8 @@ fn check_decode(id: &str, request: &Value, expect: &Value) -> Result<(), String>
                     expect["error"]
                 ));
             }
-            check_error_length(id, error)
+            check_error_length(id, error)?;
+            check_error_text(id, request["side"].as_str().unwrap_or("client"), error, expect)
         }
         (Outcome::Ok { messages }, false) => Err(format!(
             "{id}: accepted ({} messages), the reference rejected at {}/{}: {}",

@@ -198,15 +198,9 @@ impl ServerProbe {
                 let body = if error.kind() == pi_protocol::ErrorKind::Schema {
                     self.options.malformed_message.clone()
                 } else {
-                    let detail = match error.rule() {
-                        pi_protocol::Rule::FrameTooLong { length, limit } => {
-                            format!("Frame length {length} exceeds configured limit of {limit}")
-                        }
-                        rule => rule.to_string(),
-                    };
                     ErrorBody::new(
                         self.options.malformed_frame_code.clone(),
-                        format!("Invalid client protocol frame: {detail}"),
+                        format!("Invalid client protocol frame: {}", error.reference_text()),
                     )
                 };
                 self.push_expected(messages::hello_error(body));

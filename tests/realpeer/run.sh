@@ -190,7 +190,7 @@ part_c() {
     # other difference fails.
     local differing known unexpected="" now_identical=""
     differing="$(grep '^scenario .* differs' "$logs/scenarios-rust-diff.txt" | cut -d' ' -f2 | sort -u || true)"
-    known="$(grep -v '^#' "$here/known-differences.txt" | awk 'NF {print $1}' | sort -u)"
+    known="$(grep -v '^#' "$here/known-differences.txt" | awk 'NF {print $1}' | sort -u || true)"
     unexpected="$(comm -23 <(printf '%s\n' "$differing" | sed '/^$/d') <(printf '%s\n' "$known"))"
     now_identical="$(comm -13 <(printf '%s\n' "$differing" | sed '/^$/d') <(printf '%s\n' "$known"))"
     [ -z "$now_identical" ] || echo "realpeer: NOTE (c) now identical, remove from known-differences.txt: $(echo $now_identical)"

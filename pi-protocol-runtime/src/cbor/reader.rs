@@ -39,6 +39,10 @@ pub struct ItemShape {
     pub widest: u32,
 }
 
+/// How many map keys that are not text strings, each inside the one before, are walked for an
+/// earlier error before the innermost is refused at once ([`Reader::non_text_key`]).
+const MAX_KEY_NESTING: u8 = 8;
+
 /// A strict CBOR cursor over one payload (see the module documentation).
 ///
 /// The reader tracks the depth of the next item: the first item read is at depth 0, entries of a
@@ -52,17 +56,41 @@ pub struct Reader<'de> {
     limits: CborLimits,
     allow_bytes: bool,
     shared: Option<&'de Bytes>,
+    /// How many map keys that are not text strings enclose the item this reader walks
+    /// ([`Reader::non_text_key`]).
+    key_nesting: u8,
+    /// Whether this reader walks the entries of a container that announces more entries than
+    /// the input can hold, to find the first error in wire order (`Reader::short_container`).
+    in_short_container: bool,
 }
 
 impl<'de> Reader<'de> {
     /// A reader over `input` applying `limits`, in message mode (byte strings refused).
     pub fn new(input: &'de [u8], limits: CborLimits) -> Self {
-        Reader { input, pos: 0, depth: 0, limits, allow_bytes: false, shared: None }
+        Reader {
+            input,
+            pos: 0,
+            depth: 0,
+            limits,
+            allow_bytes: false,
+            shared: None,
+            key_nesting: 0,
+            in_short_container: false,
+        }
     }
 
     /// A reader over a shared buffer: opaque payloads it yields are zero-copy slices of `input`.
     pub fn new_shared(input: &'de Bytes, limits: CborLimits) -> Self {
-        Reader { input: input.as_ref(), pos: 0, depth: 0, limits, allow_bytes: false, shared: Some(input) }
+        Reader {
+            input: input.as_ref(),
+            pos: 0,
+            depth: 0,
+            limits,
+            allow_bytes: false,
+            shared: Some(input),
+            key_nesting: 0,
+            in_short_container: false,
+        }
     }
 
     /// Accept byte strings (raw CBOR mode) instead of refusing them as non-JSON.
@@ -385,9 +413,27 @@ impl<'de> Reader<'de> {
     fn read_key_raw_slow(&mut self) -> Result<&'de [u8], ProtocolError> {
         let (m, ai) = self.initial()?;
         if m != major::TEXT {
-            return Err(ProtocolError::cbor(Rule::NonTextKey));
+            return Err(self.non_text_key());
         }
         self.string_body(ai)
+    }
+
+    /// The error for the map key at the cursor, which is not a text string. The reference reads
+    /// the whole key before it refuses it, so the first CBOR error inside the key wins; without
+    /// one, `NonTextKey` (docs/PROTOCOL.md section 6). The key is walked by a reader of its own
+    /// that accepts byte strings (the key's failure is its type, whatever it holds). A key
+    /// inside such a key is walked the same way up to [`MAX_KEY_NESTING`] levels, which bounds
+    /// the recursion; deeper, it is refused at once.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn non_text_key(&self) -> ProtocolError {
+        if self.key_nesting < MAX_KEY_NESTING {
+            let mut key = Reader { allow_bytes: true, shared: None, key_nesting: self.key_nesting + 1, ..*self };
+            if let Err(error) = key.skip() {
+                return error;
+            }
+        }
+        ProtocolError::cbor(Rule::NonTextKey)
     }
 
     /// Reads the item at the cursor when it is a short text string (see

@@ -83,6 +83,7 @@ impl<'de> Reader<'de> {
 
     #[inline]
     pub(super) fn string_body(&mut self, ai: u8) -> Result<&'de [u8], ProtocolError> {
+        let at = self.pos;
         let n = self.argument(ai)?;
         let start = self.pos;
         // One test for the common case: the length fits both the input and the limit.
@@ -91,17 +92,20 @@ impl<'de> Reader<'de> {
             self.pos = end;
             return Ok(&self.input[start..end]);
         }
-        Err(self.string_length_error(n))
+        Err(self.string_length_error(n, at))
     }
 
-    /// Why a string of declared length `n` cannot be read: beyond 2^53 - 1, beyond the limit,
-    /// or beyond the input, checked in that order.
+    /// Why a string of declared length `n`, whose initial byte is at `at`, cannot be read:
+    /// beyond 2^53 - 1, beyond the limit, or beyond the input, checked in that order (the
+    /// reference's order).
     #[cold]
-    pub(super) fn string_length_error(&self, n: u64) -> ProtocolError {
+    pub(super) fn string_length_error(&self, n: u64, at: usize) -> ProtocolError {
         if n > MAX_SAFE_INTEGER {
             ProtocolError::cbor(Rule::LengthOutOfRange)
         } else if n > u64::from(self.limits.max_byte_length()) {
-            ProtocolError::cbor(Rule::ByteLengthLimit { limit: u64::from(self.limits.max_byte_length()) })
+            let error = ProtocolError::cbor(Rule::ByteLengthLimit { limit: u64::from(self.limits.max_byte_length()) });
+            // The reference names the string's kind (docs/PROTOCOL.md section 6).
+            with_head_at(error, self.input, at)
         } else {
             truncated()
         }
@@ -128,33 +132,55 @@ impl<'de> Reader<'de> {
     /// (`min_entry_bytes` per entry).
     #[inline]
     pub(super) fn container_length(&mut self, ai: u8, min_entry_bytes: usize) -> Result<usize, ProtocolError> {
+        let at = self.pos;
         let n = self.argument(ai)?;
         if n > MAX_SAFE_INTEGER {
             return Err(ProtocolError::cbor(Rule::LengthOutOfRange));
         }
         if n > u64::from(self.limits.max_container_length()) {
-            return Err(ProtocolError::cbor(Rule::ContainerLengthLimit {
+            let error = ProtocolError::cbor(Rule::ContainerLengthLimit {
                 limit: u64::from(self.limits.max_container_length()),
-            }));
+            });
+            // The reference names the container's kind (docs/PROTOCOL.md section 6).
+            return Err(with_head_at(error, self.input, at));
         }
         let n = n as usize;
-        if n.saturating_mul(min_entry_bytes) > self.input.len() - self.pos {
-            return Err(truncated());
+        if n.saturating_mul(min_entry_bytes) > self.input.len() - self.pos && !self.in_short_container {
+            return Err(self.short_container(at));
         }
         Ok(n)
     }
 
+    /// The error for the container whose initial byte is at `at` and which announces more
+    /// entries than the input can hold. The reference reads entries until one fails, so the
+    /// first error in wire order among the entries present wins, and `Truncated` only when they
+    /// are all well-formed (docs/PROTOCOL.md section 6). They are walked by a reader of their
+    /// own that accepts byte strings and never takes this path again; the walk is iterative and
+    /// each entry costs at least one input byte.
+    #[cold]
+    #[inline(never)]
+    fn short_container(&self, at: usize) -> ProtocolError {
+        let mut walk = Reader { pos: at, allow_bytes: true, shared: None, in_short_container: true, ..*self };
+        match walk.skip() {
+            Err(error) => error,
+            Ok(()) => truncated(),
+        }
+    }
+
     #[inline]
     pub(super) fn integer_value(&mut self, m: u8, ai: u8) -> Result<f64, ProtocolError> {
+        let at = self.pos;
         let n = self.argument(ai)?;
+        // An argument beyond 2^53 - 1 keeps its head: the reference words it as an argument out
+        // of range, unlike the one unsafe value -2^53 (docs/PROTOCOL.md section 6).
+        if n > MAX_SAFE_INTEGER {
+            return Err(with_head_at(ProtocolError::cbor(Rule::UnsafeInteger), self.input, at));
+        }
         if m == major::UNSIGNED {
-            if n > MAX_SAFE_INTEGER {
-                return Err(ProtocolError::cbor(Rule::UnsafeInteger));
-            }
             Ok(n as f64)
         } else {
             // -1 - n must stay >= -(2^53 - 1).
-            if n >= MAX_SAFE_INTEGER {
+            if n == MAX_SAFE_INTEGER {
                 return Err(ProtocolError::cbor(Rule::UnsafeInteger));
             }
             Ok(-1.0 - n as f64)
@@ -207,7 +233,6 @@ impl<'de> Reader<'de> {
                 check_float(v)?;
                 Ok(Scalar::Number(v))
             }
-            24 if self.input.len() < self.pos + 2 => Err(truncated()),
             _ => Err(ProtocolError::cbor(Rule::UnsupportedSimple)),
         }
     }
@@ -238,6 +263,17 @@ pub(crate) fn reserved_or_indefinite(b: u8) -> ProtocolError {
         (31, major::SIMPLE) => Rule::UnexpectedBreak,
         _ => Rule::ReservedAdditionalInfo,
     })
+    // The reference words these by the major type (docs/PROTOCOL.md section 6).
+    .with_head(b)
+}
+
+/// `error` with the initial byte at `at` of `input` recorded, for the reference's wording.
+#[cold]
+fn with_head_at(error: ProtocolError, input: &[u8], at: usize) -> ProtocolError {
+    match input.get(at) {
+        Some(&b) => error.with_head(b),
+        None => error,
+    }
 }
 
 /// What one initial byte says (RFC 8949 section 3, restricted by docs/PROTOCOL.md section 2):

@@ -90,7 +90,7 @@ impl<'de> Reader<'de> {
         let mut parents: SmallVec<[Level; INLINE_LEVELS]> = SmallVec::new();
         let mut keys = KeyStack::new();
         let mut key_sets: Vec<HashSet<&'de [u8]>> = Vec::new();
-        let mut current = Level::open(m == major::MAP, n, &keys, &mut key_sets);
+        let mut current = Level::open(m == major::MAP, n, self.input.len() - self.pos, &keys, &mut key_sets);
         self.depth += 1;
         // The fast paths below work on locals (the cursor in a register, not behind `&mut self`);
         // the general path syncs `self.pos` around the reader's own methods.
@@ -138,7 +138,7 @@ impl<'de> Reader<'de> {
                         return Err(reserved_or_indefinite(b));
                     }
                     if head.follows != Follows::Text {
-                        return Err(ProtocolError::cbor(Rule::NonTextKey));
+                        return Err(self.non_text_key());
                     }
                     let key = self.string_body(b & 0x1f)?;
                     if !is_utf8(key) {
@@ -190,7 +190,7 @@ impl<'de> Reader<'de> {
                         // The entries are one level deeper: check that depth once for all of them.
                         self.check_entry_depth()?;
                         parents.push(current);
-                        current = Level::open(is_map, n, &keys, &mut key_sets);
+                        current = Level::open(is_map, n, self.input.len() - self.pos, &keys, &mut key_sets);
                         self.depth += 1;
                     }
                 }
@@ -387,9 +387,10 @@ struct Level {
 impl Level {
     /// The level of a container of `n > 0` entries; a large map gets its own hash set of keys.
     #[inline]
-    fn open(is_map: bool, n: usize, keys: &KeyStack, key_sets: &mut Vec<HashSet<&[u8]>>) -> Level {
+    fn open(is_map: bool, n: usize, left: usize, keys: &KeyStack, key_sets: &mut Vec<HashSet<&[u8]>>) -> Level {
         let key_set = if is_map && n > LINEAR_KEY_SCAN {
-            key_sets.push(HashSet::with_capacity(n.min(4096)));
+            // No more keys than input bytes `left` (a short container's walk sees larger counts).
+            key_sets.push(HashSet::with_capacity(n.min(4096).min(left / 2)));
             (key_sets.len() - 1) as u32
         } else {
             NO_KEY_SET
