@@ -158,6 +158,25 @@ fn splice_clamps_as_javascript_does() {
 }
 
 #[test]
+fn one_element_splices_insert_and_remove_anywhere() {
+    // One item in or one out is applied as an insertion or a removal: every position, the
+    // clamped ones included, gives what JavaScript's splice gives.
+    let sp = |i: Value, r: Value, items: Value| {
+        applied(json!({"l": [1, 2, 3]}), json!([["p", ["l"], i, r, items]]))["l"].clone()
+    };
+    assert_eq!(sp(json!(0), json!(0), json!(["x"])), json!(["x", 1, 2, 3]));
+    assert_eq!(sp(json!(2), json!(0), json!(["x"])), json!([1, 2, "x", 3]));
+    assert_eq!(sp(json!(3), json!(0), json!(["x"])), json!([1, 2, 3, "x"]));
+    assert_eq!(sp(json!(7), json!(0), json!(["x"])), json!([1, 2, 3, "x"]), "start clamped");
+    assert_eq!(sp(json!(0), json!(1), json!([])), json!([2, 3]));
+    assert_eq!(sp(json!(2), json!(1), json!([])), json!([1, 2]));
+    assert_eq!(sp(json!(2), json!(5), json!([])), json!([1, 2]), "count clamped to one");
+    assert_eq!(sp(json!(3), json!(1), json!([])), json!([1, 2, 3]), "nothing left to remove");
+    assert_eq!(sp(json!(1), json!(1), json!(["x"])), json!([1, "x", 3]), "one replaced");
+    assert_eq!(applied(json!([]), json!([["p", [], 0, 0, [{"a": 1}]]])), json!([{"a": 1}]));
+}
+
+#[test]
 fn splice_needs_an_array() {
     for (value, wire) in [
         (json!({"l": {}}), json!([["p", ["l"], 0, 0, []]])),

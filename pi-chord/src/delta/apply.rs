@@ -86,13 +86,15 @@ pub(crate) fn apply_edit<P: PathView + ?Sized>(root: &mut Value, path: &P, edit:
         let len = target.len();
         let start = usize::try_from(index).unwrap_or(usize::MAX).min(len);
         let end = start + usize::try_from(remove).unwrap_or(usize::MAX).min(len - start);
-        match items {
-            Items::Owned(items) => {
-                target.splice(start..end, items);
-            }
-            Items::Borrowed(items) => {
-                target.splice(start..end, items.iter().cloned());
-            }
+        // One element in or out (what a producer writes for most list edits) is a single
+        // `insert` or `remove`: one move of the tail, without `splice`'s drain machinery.
+        match (items, end - start) {
+            (Items::Owned(mut items), 0) if items.len() == 1 => target.insert(start, items.pop().expect("one item")),
+            (Items::Borrowed([item]), 0) => target.insert(start, item.clone()),
+            (Items::Owned(items), 1) if items.is_empty() => drop(target.remove(start)),
+            (Items::Borrowed([]), 1) => drop(target.remove(start)),
+            (Items::Owned(items), _) => drop(target.splice(start..end, items)),
+            (Items::Borrowed(items), _) => drop(target.splice(start..end, items.iter().cloned())),
         }
         return Ok(());
     }

@@ -428,19 +428,17 @@ impl Decoder {
                 sink.replace(index, value)?;
                 continue;
             }
-            let resolved = match path {
-                None => previous.clone().ok_or(DeltaError::NoPreviousPath { index })?,
-                Some(reference) => {
-                    let resolved = match reference {
-                        RefView::Inline(items) => Resolved::Inline(items),
-                        RefView::Id(id) => Resolved::Interned(
-                            self.table.get(id).cloned().ok_or(DeltaError::UnknownPathId { index, id })?,
-                        ),
-                    };
-                    previous = Some(resolved.clone());
-                    resolved
-                }
-            };
+            // The op's path becomes the previous one and is used from there: an interned path
+            // is shared once per op that names it, never for a short form.
+            if let Some(reference) = path {
+                previous = Some(match reference {
+                    RefView::Inline(items) => Resolved::Inline(items),
+                    RefView::Id(id) => {
+                        Resolved::Interned(self.table.get(id).cloned().ok_or(DeltaError::UnknownPathId { index, id })?)
+                    }
+                });
+            }
+            let resolved = previous.as_ref().ok_or(DeltaError::NoPreviousPath { index })?;
             if resolved.len() == 0 {
                 let verb = match kind {
                     WireKind::Set(_) => 's',
@@ -453,7 +451,7 @@ impl Decoder {
                     return Err(DeltaError::RootPath { index, verb });
                 }
             }
-            sink.edit(index, &resolved, kind)?;
+            sink.edit(index, resolved, kind)?;
         }
         if first {
             return Err(DeltaError::NotABase);
