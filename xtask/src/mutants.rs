@@ -778,7 +778,11 @@ fn run_progress(settings: &Settings, root: &Path) -> Result<(), String> {
         let pick = match settings.progress_shard {
             Some((name, k)) if done.is_empty() => {
                 if k >= progress.shards(name).len() {
-                    return Err(format!("{name} has {} shards (0 to {})", progress.shards(name).len(), progress.shards(name).len().saturating_sub(1)));
+                    return Err(format!(
+                        "{name} has {} shards (0 to {})",
+                        progress.shards(name).len(),
+                        progress.shards(name).len().saturating_sub(1)
+                    ));
                 }
                 Some((AREAS.iter().find(|a| a.name == name).expect("an area"), k))
             }
@@ -787,7 +791,10 @@ fn run_progress(settings: &Settings, root: &Path) -> Result<(), String> {
         };
         let Some((area, index)) = pick else {
             if done.is_empty() {
-                println!("mutants: every shard of {} is measured at its files' current contents", chosen.iter().map(|a| a.name).collect::<Vec<_>>().join(", "));
+                println!(
+                    "mutants: every shard of {} is measured at its files' current contents",
+                    chosen.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+                );
             }
             break;
         };
@@ -817,7 +824,10 @@ fn run_progress(settings: &Settings, root: &Path) -> Result<(), String> {
             let mutants = runner.count()? as u64;
             let left = d.saturating_duration_since(Instant::now()).as_secs();
             if !done.is_empty() && mutants * ESTIMATED_SECONDS_PER_MUTANT > left {
-                println!("mutants: the next shard, {}/{index} ({mutants} mutants), needs more than the {left} s left", area.name);
+                println!(
+                    "mutants: the next shard, {}/{index} ({mutants} mutants), needs more than the {left} s left",
+                    area.name
+                );
                 break;
             }
         }

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 /// Where the progress file lives, from the workspace root.
 pub const PATH: &str = "docs/mutants-progress.json";
@@ -85,7 +85,13 @@ impl Progress {
         let Some(list) = self.value["areas"].get(area).and_then(Value::as_array) else { return Vec::new() };
         list.iter()
             .map(|s| Shard {
-                files: s["files"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect(),
+                files: s["files"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
                 part: s.get("part").and_then(Value::as_str).map(str::to_owned),
                 measured_hash: s.get("result").and_then(|r| r.get("hash")).and_then(Value::as_str).map(str::to_owned),
             })
@@ -156,7 +162,8 @@ impl Progress {
 pub fn hash(root: &Path, files: &[String]) -> Result<String, String> {
     let mut blobs = String::new();
     for file in files {
-        let blob = if root.join(file).exists() { git(root, &["hash-object", "--", file])? } else { "missing".to_owned() };
+        let blob =
+            if root.join(file).exists() { git(root, &["hash-object", "--", file])? } else { "missing".to_owned() };
         blobs.push_str(&format!("{file} {}\n", blob.trim()));
     }
     let mut child = Command::new("git")
