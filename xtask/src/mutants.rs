@@ -36,13 +36,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+mod progress;
 mod report;
 
+use progress::{Figure, Progress};
 use report::{Equivalents, Outcome, Tally};
 
 const USAGE: &str =
     "usage: cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
-                          [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]";
+                          [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
+                          [--gate AREA,...]
+       cargo xtask mutants --next [--area A]... [--budget-minutes N] | --shard AREA/K";
 
 /// The cargo-mutants release the task is written against (CI installs it).
 pub const CARGO_MUTANTS_VERSION: &str = "27.1.0";
@@ -248,6 +252,7 @@ const AREAS: &[Area] = &[
     },
 ];
 
+#[derive(Clone)]
 struct Settings {
     areas: Vec<&'static str>,
     files: Vec<String>,
@@ -259,6 +264,12 @@ struct Settings {
     iterate: bool,
     report_only: bool,
     list: bool,
+    /// `--next`: run the next unmeasured or stale shard of the progress file.
+    next: bool,
+    /// `--shard AREA/K`: run shard K of the progress file's AREA.
+    progress_shard: Option<(&'static str, usize)>,
+    /// `--gate`: with `--report-only`, the areas whose unexplained misses still fail.
+    gate: Vec<&'static str>,
 }
 
 fn parse(args: &[&str]) -> Result<Settings, String> {
@@ -273,6 +284,9 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
         iterate: false,
         report_only: false,
         list: false,
+        next: false,
+        progress_shard: None,
+        gate: Vec::new(),
     };
     let mut i = 0;
     while i < args.len() {
@@ -308,6 +322,26 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
             }
             "--re" => {
                 settings.regexes.push(value(i)?.to_owned());
+                i += 1;
+            }
+            "--shard" if value(i)?.split_once('/').is_some_and(|(a, _)| AREAS.iter().any(|x| x.name == a)) => {
+                let (name, k) = value(i)?.split_once('/').expect("checked");
+                let area = AREAS.iter().find(|a| a.name == name).expect("checked");
+                let k = k.parse().map_err(|e| format!("--shard {name}/K: {e}"))?;
+                settings.progress_shard = Some((area.name, k));
+                i += 1;
+            }
+            "--next" => settings.next = true,
+            "--budget-minutes" => {
+                let minutes: u64 = value(i)?.parse().map_err(|e| format!("--budget-minutes: {e}"))?;
+                settings.max_seconds = Some(minutes * 60);
+                i += 1;
+            }
+            "--gate" => {
+                for name in value(i)?.split(',') {
+                    let area = AREAS.iter().find(|a| a.name == name).ok_or_else(|| unknown("area", name))?;
+                    settings.gate.push(area.name);
+                }
                 i += 1;
             }
             "--shard" => {
@@ -391,6 +425,9 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     let settings = parse(args)?;
     let root = crate::codegen::project_root();
     check_installed()?;
+    if settings.next || settings.progress_shard.is_some() {
+        return run_progress(&settings, &root);
+    }
     let plans = plan(&settings, &root)?;
     if plans.is_empty() {
         println!("mutants: no file of a measured area changed ({}); nothing to test", prefixes());
@@ -432,19 +469,30 @@ pub fn run(args: &[&str]) -> Result<(), String> {
         if let Some(shard) = &settings.shard {
             println!("  (round-robin shard {shard} of the selected mutants only)");
         }
-        failures.extend(tally.unexplained().map(|m| format!("missed: {m}")));
+        let gated = settings.gate.contains(&plan.area.name);
+        failures.extend(tally.unexplained().map(|m| (gated, format!("missed: {m}"))));
     }
     if failures.is_empty() {
         return Ok(());
     }
+    let gated: Vec<&String> = failures.iter().filter(|(gated, _)| *gated).map(|(_, m)| m).collect();
+    let failures: Vec<String> = failures.iter().map(|(_, m)| m.clone()).collect();
     let message = format!(
         "{} mutants survived and are not recorded as equivalent in docs/TESTING.md:\n{}",
         failures.len(),
         failures.join("\n")
     );
-    if settings.report_only {
+    if settings.report_only && gated.is_empty() {
         println!("mutants (report only, see docs/TESTING.md): {message}");
         Ok(())
+    } else if settings.report_only {
+        println!("mutants (report only, see docs/TESTING.md): {message}");
+        Err(format!(
+            "{} of them in a gated area ({}): kill each with a test or record it as equivalent in docs/TESTING.md:\n{}",
+            gated.len(),
+            settings.gate.join(", "),
+            gated.iter().map(|m| m.as_str()).collect::<Vec<_>>().join("\n")
+        ))
     } else {
         Err(message)
     }
@@ -526,6 +574,17 @@ impl Runner<'_> {
             listed.lines().count()
         );
         Ok(())
+    }
+
+    /// How many mutants tier 1 would test.
+    fn count(&self) -> Result<usize, String> {
+        let out = self
+            .cargo_mutants()
+            .args(self.narrowing())
+            .arg("--list")
+            .output()
+            .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).lines().count())
     }
 
     /// How many of the area's mutants (as chosen by files and diff) the equivalents list leaves
@@ -688,6 +747,168 @@ impl Runner<'_> {
             std::thread::sleep(Duration::from_millis(500));
         }
     }
+}
+
+/// Seconds a mutant is assumed to take when `--next` decides whether a shard fits the budget.
+const ESTIMATED_SECONDS_PER_MUTANT: u64 = 10;
+
+/// `--next` and `--shard AREA/K`: runs shards of the progress file (`docs/mutants-progress.json`)
+/// and records their figures there. `--next` runs the first shard that is unmeasured or stale
+/// (its files changed since it was measured), then, with a budget, the next ones while the budget
+/// allows (an estimate of 10 s a mutant); a shard cut short by the budget is not recorded.
+fn run_progress(settings: &Settings, root: &Path) -> Result<(), String> {
+    let mut progress = Progress::load(root)?;
+    let equivalents = Equivalents::load(&root.join("docs/TESTING.md"))?;
+    let nextest = nextest_installed();
+    let deadline = settings.max_seconds.map(|s| Instant::now() + Duration::from_secs(s));
+    let chosen: Vec<&'static Area> = match settings.progress_shard {
+        Some((name, _)) => AREAS.iter().filter(|a| a.name == name).collect(),
+        None => AREAS.iter().filter(|a| settings.areas.is_empty() || settings.areas.contains(&a.name)).collect(),
+    };
+    for area in &chosen {
+        let new = progress.cover(area.name, &files_with_mutants(root, area)?);
+        if !new.is_empty() {
+            println!("mutants: {}: a new shard for files no shard covered: {}", area.name, new.join(", "));
+            progress.save(root)?;
+        }
+    }
+    let mut failures = Vec::new();
+    let mut done: Vec<(&str, usize)> = Vec::new();
+    loop {
+        let pick = match settings.progress_shard {
+            Some((name, k)) if done.is_empty() => {
+                if k >= progress.shards(name).len() {
+                    return Err(format!(
+                        "{name} has {} shards (0 to {})",
+                        progress.shards(name).len(),
+                        progress.shards(name).len().saturating_sub(1)
+                    ));
+                }
+                Some((AREAS.iter().find(|a| a.name == name).expect("an area"), k))
+            }
+            Some(_) => None,
+            None => next_shard(root, &progress, &chosen, &done)?,
+        };
+        let Some((area, index)) = pick else {
+            if done.is_empty() {
+                println!(
+                    "mutants: every shard of {} is measured at its files' current contents",
+                    chosen.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+                );
+            }
+            break;
+        };
+        if !done.is_empty() && settings.max_seconds.is_none() {
+            break;
+        }
+        let shard = &progress.shards(area.name)[index];
+        let hash = progress::hash(root, &shard.files)?;
+        let mut shard_settings = settings.clone();
+        shard_settings.files.clone_from(&shard.files);
+        shard_settings.shard.clone_from(&shard.part);
+        shard_settings.regexes.clear();
+        shard_settings.changed = None;
+        shard_settings.lines = false;
+        shard_settings.iterate = false;
+        let plan = Plan { area, files: Some(shard.files.clone()) };
+        let runner = Runner {
+            root,
+            plan: &plan,
+            settings: &shard_settings,
+            equivalents: &equivalents,
+            diff: None,
+            deadline,
+            nextest,
+        };
+        if let Some(d) = deadline {
+            let mutants = runner.count()? as u64;
+            let left = d.saturating_duration_since(Instant::now()).as_secs();
+            if !done.is_empty() && mutants * ESTIMATED_SECONDS_PER_MUTANT > left {
+                println!(
+                    "mutants: the next shard, {}/{index} ({mutants} mutants), needs more than the {left} s left",
+                    area.name
+                );
+                break;
+            }
+        }
+        let part = shard.part.as_deref().map_or_else(String::new, |p| format!(", part {p}"));
+        println!("== mutants: shard {}/{index}: {}{part}", area.name, shard.files.join(", "));
+        if let Some(before) = progress.describe(area.name, index) {
+            println!("   recorded before: {before}");
+        }
+        let started = Instant::now();
+        let tally = runner.run()?;
+        println!("{}", tally.summary(area.name, area.target));
+        done.push((area.name, index));
+        if tally.interrupted {
+            println!("mutants: shard {}/{index} was cut short by the budget: not recorded", area.name);
+            break;
+        }
+        let figure = Figure {
+            caught: tally.caught(),
+            timeout: tally.timeout.len(),
+            missed: tally.missed.clone(),
+            unviable: tally.unviable,
+            equivalent: tally.equivalent,
+            seconds: started.elapsed().as_secs(),
+            tiers: tally.tiers.iter().map(|(label, caught, took)| (label.clone(), *caught, took.as_secs())).collect(),
+        };
+        progress.record(area.name, index, &progress::head(root)?, &hash, &figure);
+        progress.save(root)?;
+        println!("mutants: recorded shard {}/{index} in {}", area.name, progress::PATH);
+        failures.extend(tally.unexplained().map(|m| format!("missed: {m}")));
+    }
+    if failures.is_empty() || settings.report_only {
+        return Ok(());
+    }
+    Err(format!(
+        "{} mutants survived and are not recorded as equivalent in docs/TESTING.md:\n{}",
+        failures.len(),
+        failures.join("\n")
+    ))
+}
+
+/// The first shard of `areas` that is unmeasured or stale and not in `done`.
+fn next_shard(
+    root: &Path,
+    progress: &Progress,
+    areas: &[&'static Area],
+    done: &[(&str, usize)],
+) -> Result<Option<(&'static Area, usize)>, String> {
+    for area in areas {
+        for (index, shard) in progress.shards(area.name).iter().enumerate() {
+            if done.contains(&(area.name, index)) {
+                continue;
+            }
+            let current = progress::hash(root, &shard.files)?;
+            if shard.measured_hash.as_deref() != Some(current.as_str()) {
+                return Ok(Some((area, index)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The files of `area` that have mutants, as `cargo mutants --list` names them.
+fn files_with_mutants(root: &Path, area: &Area) -> Result<Vec<String>, String> {
+    let out = Command::new(cargo())
+        .current_dir(root)
+        .args(["mutants", "--list", &format!("--package={}", area.package)])
+        .args(area.files.iter().map(|f| format!("--file={f}")))
+        .output()
+        .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo mutants --list failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut files: Vec<String> = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some((file, _)) = line.split_once(':') {
+            if !files.iter().any(|f| f == file) {
+                files.push(file.to_owned());
+            }
+        }
+    }
+    Ok(files)
 }
 
 fn cargo() -> String {

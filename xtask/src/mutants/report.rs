@@ -221,7 +221,8 @@ impl Tally {
         }
     }
 
-    fn caught(&self) -> usize {
+    /// The mutants the tiers caught (timeouts apart).
+    pub fn caught(&self) -> usize {
         self.tiers.iter().map(|(_, caught, _)| caught).sum()
     }
 
