@@ -26,35 +26,15 @@ pub struct Model {
     pub(crate) types: Vec<TypeDef>,
     pub(crate) client_message: Option<String>,
     pub(crate) server_message: Option<String>,
-    /// Rust name -> index in `types`.
-    by_rust_name: HashMap<String, usize>,
-}
-
-/// The parts of a [`Model`], before its index is built.
-pub(crate) struct ModelParts {
-    pub(crate) protocol_version: Option<u32>,
-    pub(crate) limits: BTreeMap<String, u64>,
-    pub(crate) title: Option<String>,
-    pub(crate) description: Option<String>,
-    pub(crate) types: Vec<TypeDef>,
-    pub(crate) client_message: Option<String>,
-    pub(crate) server_message: Option<String>,
+    /// Rust name -> index in `types` (built by [`Model::indexed`]).
+    pub(crate) by_rust_name: HashMap<String, usize>,
 }
 
 impl Model {
-    /// The model of checked `parts`, with its name index.
-    pub(crate) fn new(parts: ModelParts) -> Model {
-        let by_rust_name = parts.types.iter().enumerate().map(|(i, t)| (t.rust_name.clone(), i)).collect();
-        Model {
-            protocol_version: parts.protocol_version,
-            limits: parts.limits,
-            title: parts.title,
-            description: parts.description,
-            types: parts.types,
-            client_message: parts.client_message,
-            server_message: parts.server_message,
-            by_rust_name,
-        }
+    /// The model with its name index built from its types.
+    pub(crate) fn indexed(mut self) -> Model {
+        self.by_rust_name = self.types.iter().enumerate().map(|(i, t)| (t.rust_name.clone(), i)).collect();
+        self
     }
 
     /// `x-protocol-version` of the schema root (or `protocolVersion` of the reference's form).

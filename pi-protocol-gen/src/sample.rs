@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn strings_from_patterns_match_them() {
-        let model = Model::new(crate::model::ModelParts {
+        let model = Model {
             protocol_version: None,
             limits: Default::default(),
             title: None,
@@ -683,7 +683,8 @@ mod tests {
             types: Vec::new(),
             client_message: None,
             server_message: None,
-        });
+            by_rust_name: Default::default(),
+        };
         let mut sampler = Sampler::new(&model, 3);
         for pattern in ["^[a-z][a-z0-9]*(-[a-z0-9]+)*$", "^https://", "^[0-9a-f]{8}-[0-9a-f]{4}$", "^(ab|cd)+x?$"] {
             let compiled = SchemaPattern::compile(pattern).unwrap();

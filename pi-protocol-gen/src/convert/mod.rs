@@ -33,8 +33,8 @@ use serde_json::Value;
 use crate::error::{GenError, Result};
 use crate::limits::{self, MAX_CHAIN, MAX_MEMBERS, MAX_NESTING, MAX_PATTERN_MEMORY, MAX_TAG_KEYS, MAX_TYPES};
 use crate::model::{
-    Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, ModelParts, Record, Shape, Struct, TypeDef,
-    TypeExpr, TypeKind, Union, Variant, VariantKind,
+    Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind,
+    Union, Variant, VariantKind,
 };
 use crate::schema::{escape_pointer, too_many, Node, References};
 use crate::x_rust::{self, Location};
@@ -185,7 +185,17 @@ pub(crate) fn convert(value: &Value) -> Result<Model> {
             }
         }
     }
-    Ok(Model::new(ModelParts { protocol_version, limits, title, description, types, client_message, server_message }))
+    Ok(Model {
+        protocol_version,
+        limits,
+        title,
+        description,
+        types,
+        client_message,
+        server_message,
+        by_rust_name: HashMap::new(),
+    }
+    .indexed())
 }
 
 /// The literals that single out one union member: key and value.
