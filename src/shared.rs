@@ -8,9 +8,8 @@
 //! and [`ServerMessageDecoder`](crate::ServerMessageDecoder) accept and reject, with the same
 //! errors and offsets; only where payload bytes live differs. A frame that lies wholly inside a
 //! pushed chunk is decoded in place; a frame split across chunks is gathered by the frame
-//! decoder and copied once into its own buffer, which its payloads then share.
+//! decoder, then copied into a buffer of its own, which its payloads share.
 
-use bytes::Bytes;
 use pi_protocol_runtime::message::{Messages, Shared};
 use pi_protocol_runtime::MessageDecoder;
 
@@ -19,7 +18,7 @@ use crate::{ClientMessage, ServerMessage};
 /// [`MessageDecoder`](crate::MessageDecoder) over shared chunks, for any message type (the
 /// built-in envelopes through [`SharedClientMessageDecoder`] and [`SharedServerMessageDecoder`],
 /// or the types a crate generates from its own schema): the opaque payloads of decoded messages
-/// (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies (docs/PROTOCOL.md sections
+/// (beyond 46 bytes) are slices of the pushed [`Bytes`](bytes::Bytes), not copies (docs/PROTOCOL.md sections
 /// 1, 5 and 7). It is the one message decoder with the [`Shared`] storage.
 ///
 /// Chunks go in with `push` (a `Vec` of results per chunk), `push_each` (a closure) or
@@ -49,7 +48,7 @@ pub type SharedMessageDecoder<T> = MessageDecoder<T, Shared>;
 pub type SharedMessages<'d, 'c, T> = Messages<'d, 'c, T, Shared>;
 
 /// [`ClientMessageDecoder`](crate::ClientMessageDecoder) over shared chunks: the `call`
-/// payloads of decoded requests (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
+/// payloads of decoded requests (beyond 46 bytes) are slices of the pushed [`Bytes`](bytes::Bytes), not copies.
 ///
 /// ```
 /// use bytes::Bytes;
@@ -75,10 +74,5 @@ pub type SharedMessages<'d, 'c, T> = Messages<'d, 'c, T, Shared>;
 pub type SharedClientMessageDecoder = SharedMessageDecoder<ClientMessage>;
 
 /// [`ServerMessageDecoder`](crate::ServerMessageDecoder) over shared chunks: `result` and
-/// `update` payloads (beyond 46 bytes) are slices of the pushed [`Bytes`], not copies.
+/// `update` payloads (beyond 46 bytes) are slices of the pushed [`Bytes`](bytes::Bytes), not copies.
 pub type SharedServerMessageDecoder = SharedMessageDecoder<ServerMessage>;
-
-/// `frame` as a [`Bytes`]: a slice of `chunk` when it lies inside it, else a copy.
-pub(crate) fn share(chunk: &Bytes, frame: &[u8]) -> Bytes {
-    Shared::slice_of(chunk, frame)
-}

@@ -4,7 +4,7 @@
 use std::io::{self, BufReader, BufWriter, Write};
 
 use clap::Args;
-use pi_protocol::{ErrorKind, ProtocolError, Rule};
+use pi_protocol::{ErrorKind, ProtocolError};
 
 use crate::diag::{self, Diagnosis, MARK_OPEN};
 use crate::resolve::tag_key;
@@ -38,6 +38,7 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
     let mut bad = 0u64;
     let mut hint = None;
     while let Some(frame) = frames.next_frame().map_err(io_failure)? {
+        let frame_error = frame.error();
         match frame {
             RawFrame::Complete { offset, payload } => {
                 let result = protocol.check(side, &payload, options.limits());
@@ -78,15 +79,13 @@ pub fn run(args: &InspectArgs) -> Result<(), Failure> {
                     }
                     None => format!("the stream ends after {present} of the 4 header bytes"),
                 };
-                let error = ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset);
                 writeln!(out, "frame {index}  offset {offset}  TRUNCATED: {what}").map_err(io_failure)?;
-                writeln!(out, "  error: {error}").map_err(io_failure)?;
+                if let Some(error) = frame_error {
+                    writeln!(out, "  error: {error}").map_err(io_failure)?;
+                }
             }
-            RawFrame::TooLong { offset, announced, .. } => {
+            RawFrame::TooLong { offset, announced, error } => {
                 bad += 1;
-                let limit = u64::from(options.frame_limit());
-                let rule = Rule::FrameTooLong { length: u64::from(announced), limit };
-                let error = ProtocolError::new(ErrorKind::Frame, rule).with_offset(offset);
                 writeln!(out, "frame {index}  offset {offset}  TOO LONG: header announces {announced} bytes")
                     .map_err(io_failure)?;
                 writeln!(out, "  error: {error}").map_err(io_failure)?;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{self, BufReader, Write};
 
 use clap::Args;
-use pi_protocol::{ErrorKind, ProtocolError, Rule};
+use pi_protocol::{ErrorKind, ProtocolError};
 use serde_json::json;
 
 use crate::summary::{bytes, quoted, summarise};
@@ -69,13 +69,7 @@ pub fn run(args: &StatsArgs) -> Result<(), Failure> {
                     break;
                 }
             },
-            RawFrame::Truncated { offset, .. } => {
-                error = Some(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset));
-            }
-            RawFrame::TooLong { offset, announced, .. } => {
-                let rule = Rule::FrameTooLong { length: u64::from(announced), limit: u64::from(options.frame_limit()) };
-                error = Some(ProtocolError::new(ErrorKind::Frame, rule).with_offset(offset));
-            }
+            bad => error = bad.error(),
         }
     }
     let stdout = io::stdout();

@@ -5,7 +5,7 @@
 
 use std::io::{self, Read};
 
-use crate::error::ProtocolError;
+use crate::error::{ErrorKind, ProtocolError, Rule};
 use crate::frame::{FrameHeader, FRAME_HEADER_LENGTH};
 
 /// What [`FrameReader::next_frame`] found at the reader's position: the three outcomes of
@@ -38,6 +38,38 @@ pub enum RawFrame {
         /// The error a decoder reports for it (`Frame`/`FrameTooLong`, with the offset).
         error: ProtocolError,
     },
+}
+
+impl RawFrame {
+    /// The error a decoder reports for this frame: `Frame`/`TruncatedFrame` for a truncated one,
+    /// `Frame`/`FrameTooLong` for an oversized one, both at the frame's offset; `None` for a
+    /// complete frame (its payload may still fail to decode).
+    #[must_use]
+    pub fn error(&self) -> Option<ProtocolError> {
+        match self {
+            RawFrame::Complete { .. } => None,
+            RawFrame::Truncated { offset, .. } => Some(truncated_frame(*offset)),
+            RawFrame::TooLong { error, .. } => Some(error.clone()),
+        }
+    }
+
+    /// The payload of a complete frame with the frame's offset, or the [`error`](Self::error) of
+    /// any other.
+    ///
+    /// # Errors
+    /// `Frame`/`TruncatedFrame` or `Frame`/`FrameTooLong`, as [`error`](Self::error) says.
+    pub fn into_payload(self) -> Result<(u64, Vec<u8>), ProtocolError> {
+        match self {
+            RawFrame::Complete { offset, payload } => Ok((offset, payload)),
+            RawFrame::Truncated { offset, .. } => Err(truncated_frame(offset)),
+            RawFrame::TooLong { error, .. } => Err(error),
+        }
+    }
+}
+
+/// The error of a frame the stream ends inside, at the frame's `offset`.
+fn truncated_frame(offset: u64) -> ProtocolError {
+    ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset)
 }
 
 /// Splits a blocking byte stream into [`RawFrame`]s, one per call. After a truncated or oversized
@@ -150,7 +182,6 @@ fn read_up_to<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{ErrorKind, Rule};
 
     /// A reader that hands out one byte per call and fails with `Interrupted` before each.
     struct Trickle<'a> {
@@ -187,7 +218,11 @@ mod tests {
     fn an_end_inside_the_header_is_truncated_with_no_length() {
         let mut reader = FrameReader::new(&[0u8, 0, 0, 1, 0xf6, 0, 0][..], 8);
         assert!(matches!(reader.next_frame().unwrap(), Some(RawFrame::Complete { .. })));
-        assert_eq!(reader.next_frame().unwrap(), Some(RawFrame::Truncated { offset: 5, announced: None, present: 2 }));
+        let truncated = reader.next_frame().unwrap().unwrap();
+        assert_eq!(truncated, RawFrame::Truncated { offset: 5, announced: None, present: 2 });
+        let error = truncated.error().unwrap();
+        assert_eq!((error.kind(), error.rule(), error.offset()), (ErrorKind::Frame, Rule::TruncatedFrame, Some(5)));
+        assert_eq!(truncated.into_payload().unwrap_err(), error);
         assert_eq!(reader.next_frame().unwrap(), None);
     }
 
@@ -196,9 +231,15 @@ mod tests {
         let stream = [0u8, 0, 0, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9];
         let mut source = &stream[..];
         let mut reader = FrameReader::new(&mut source, 8);
-        let Some(RawFrame::TooLong { offset, announced, error }) = reader.next_frame().unwrap() else {
-            panic!("expected TooLong")
-        };
+        let frame = reader.next_frame().unwrap().unwrap();
+        assert_eq!(
+            frame.error().as_ref(),
+            match &frame {
+                RawFrame::TooLong { error, .. } => Some(error),
+                _ => None,
+            }
+        );
+        let RawFrame::TooLong { offset, announced, error } = frame else { panic!("expected TooLong") };
         assert_eq!((offset, announced), (0, 9));
         assert_eq!(error.kind(), ErrorKind::Frame);
         assert_eq!(error.rule(), Rule::FrameTooLong { length: 9, limit: 8 });
@@ -211,7 +252,9 @@ mod tests {
     #[test]
     fn a_header_at_the_limit_is_read() {
         let mut reader = FrameReader::new(&[0u8, 0, 0, 2, 7, 8][..], 2);
-        assert_eq!(reader.next_frame().unwrap(), Some(RawFrame::Complete { offset: 0, payload: vec![7, 8] }));
+        let frame = reader.next_frame().unwrap().unwrap();
+        assert_eq!(frame.error(), None);
+        assert_eq!(frame.into_payload().unwrap(), (0, vec![7, 8]));
     }
 
     #[test]

@@ -327,8 +327,8 @@ pub struct Copied;
 
 /// [`ChunkStorage`] of the zero-copy decoders: chunks are [`Bytes`], and the opaque payloads of
 /// decoded messages (beyond 46 bytes) are slices of them ([`decode_message_shared`]); a frame
-/// split across chunks is gathered by the frame decoder and copied once into a buffer of its
-/// own, which its payloads then share.
+/// split across chunks is gathered by the frame decoder, then copied into a buffer of its own,
+/// which its payloads share.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Shared;
 

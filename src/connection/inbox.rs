@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use pi_protocol_runtime::{decode_message, decode_message_shared, CborLimits, Decode, FrameDecoder};
 
-use crate::shared::share;
 use crate::{CodecOptions, ProtocolError};
+use pi_protocol_runtime::message::Shared;
 
 /// The receiving half of a connection: the frame decoder and the limits its messages decode
 /// under.
@@ -64,7 +64,7 @@ pub(crate) fn receive<R: Receiver>(receiver: &mut R, bytes: &[u8]) {
 /// Feeds `chunk` to `receiver`: every message it completes, the opaque payloads of the frames
 /// that lie inside `chunk` being slices of it rather than copies.
 pub(crate) fn receive_shared<R: Receiver>(receiver: &mut R, chunk: &Bytes) {
-    receive_with(receiver, chunk, |payload, limits| decode_message_shared(&share(chunk, payload), limits));
+    receive_with(receiver, chunk, |payload, limits| decode_message_shared(&Shared::slice_of(chunk, payload), limits));
 }
 
 fn receive_with<R, F>(receiver: &mut R, bytes: &[u8], decode: F)

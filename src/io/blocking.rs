@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::marker::PhantomData;
 
 use pi_protocol_runtime::{
-    decode_message, encode_message_vectored, Decode, Encode, ErrorKind, FrameReader, RawFrame, Rule, Validate,
+    decode_message, encode_message_vectored, Decode, Encode, ErrorKind, FrameReader, Rule, Validate,
 };
 
 use super::Error;
@@ -97,20 +97,13 @@ impl<R: Read, M: for<'de> Decode<'de>> MessageReader<R, M> {
     }
 
     fn read_inner(&mut self) -> Result<Option<M>, Error> {
-        match self.frames.next_frame()? {
-            None => Ok(None),
-            Some(RawFrame::Complete { offset, payload }) => {
-                Ok(Some(decode_message::<M>(&payload, self.options.limits()).map_err(|e| e.with_offset(offset))?))
-            }
-            Some(RawFrame::Truncated { offset, .. }) => {
-                Err(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame).with_offset(offset).into())
-            }
-            Some(RawFrame::TooLong { error, .. }) => Err(error.into()),
-        }
+        let Some(frame) = self.frames.next_frame()? else { return Ok(None) };
+        let (offset, payload) = frame.into_payload()?;
+        Ok(Some(decode_message::<M>(&payload, self.options.limits()).map_err(|e| e.with_offset(offset))?))
     }
 
-    /// Stream offset, in bytes, of the next frame to read (the bytes of every message returned
-    /// so far).
+    /// Stream offset, in bytes, of the next frame to read (the bytes of every frame read so far,
+    /// including one whose payload failed to decode).
     pub fn offset(&self) -> u64 {
         self.frames.offset()
     }
