@@ -317,15 +317,14 @@ impl ChordEndpoint {
 
     /// A control call (`None`: `call` is not one, for Chord's grammar).
     fn control(&self, call: &Call, cx: &Context) -> Option<CallResult> {
-        let mut parts = serde_json::Map::new();
-        parts.insert("serviceId".into(), Value::String(call.service_id().to_owned()));
-        parts.insert("member".into(), Value::String(call.member().to_owned()));
-        parts.insert("args".into(), call.args().to_value());
-        if let Some(instance) = call.instance() {
-            parts.insert("instance".into(), instance.to_value());
+        // A control call names no instance; its arguments are read once, from the call's own
+        // payload.
+        if call.instance().is_some() {
+            return None;
         }
-        let wire = Payload::from_value(&Value::Object(parts)).ok()?;
-        let control = ControlCall::from_call(&ServiceCall::from_payload(&wire).ok()?)?;
+        let args: Vec<Payload> = call.args().deserialize().ok()?;
+        let wire = ServiceCall::new(Id::new(call.service_id()).ok()?, Id::new(call.member()).ok()?, args);
+        let control = ControlCall::from_call(&wire)?;
         let mut registry = self.lock();
         registry.prune();
         Some(match control {
@@ -348,11 +347,11 @@ impl ChordEndpoint {
                 let Ok(id) = SubscriptionId::new(subscription_id.as_str()) else {
                     return Some(Err(CallError::internal("a subscription id the Pi protocol refuses")));
                 };
-                let held = registry.connections.get(&cx.key).map_or(0, HashMap::len);
-                if registry.connections.get(&cx.key).is_some_and(|subs| subs.contains_key(&id)) {
+                let held = registry.connections.get(&cx.key);
+                if held.is_some_and(|subs| subs.contains_key(&id)) {
                     return Some(Err(CallError::internal("Service subscription ID is already active")));
                 }
-                if held >= self.max_subscriptions {
+                if held.map_or(0, HashMap::len) >= self.max_subscriptions {
                     return Some(Err(CallError::internal("too many service subscriptions on one connection")));
                 }
                 let mut publisher = SubscriptionPublisher::new(service_id, ServiceMode::Singleton);
@@ -404,12 +403,7 @@ impl ChordEndpoint {
     /// [`ChordError::UnknownState`] for an undeclared state member,
     /// [`ChordError::SequenceExhausted`] past 2^53 - 1 changes.
     pub fn set(&self, service: &str, member: &str, value: Value) -> Result<i64, ChordError> {
-        self.update(service, member, |current| *current = value)?;
-        let registry = self.lock();
-        match registry.services.iter().find(|s| s.id.as_str() == service).and_then(|s| s.members.get(member)) {
-            Some(Member::State { sequence, .. }) => Ok(*sequence),
-            _ => Err(unknown(service, member)),
-        }
+        self.change(service, member, |current| *current = value).map(|((), sequence)| sequence)
     }
 
     /// Changes the state member's value in place with `change`, then publishes as
@@ -423,6 +417,17 @@ impl ChordEndpoint {
         member: &str,
         change: impl FnOnce(&mut Value) -> R,
     ) -> Result<R, ChordError> {
+        self.change(service, member, change).map(|(returned, _)| returned)
+    }
+
+    /// [`update`](Self::update), also returning the state's sequence after the change, read
+    /// under the same lock.
+    fn change<R>(
+        &self,
+        service: &str,
+        member: &str,
+        change: impl FnOnce(&mut Value) -> R,
+    ) -> Result<(R, i64), ChordError> {
         let mut guard = self.lock();
         let registry = &mut *guard;
         let index = registry.services.iter().position(|s| s.id.as_str() == service);
@@ -435,21 +440,23 @@ impl ChordEndpoint {
         // Derived once, encoded per subscription; no ops, no update (as Chord publishes).
         let ops = diff(&before, value);
         if ops.is_empty() {
-            return Ok(returned);
+            return Ok((returned, *sequence));
         }
         if *sequence >= (1 << 53) - 1 {
             *value = before;
             return Err(ChordError::SequenceExhausted { service: service.into(), member: member.into() });
         }
         *sequence += 1;
-        let value = value.clone();
+        let sequence = *sequence;
+        // The state is read where it is: the services and the connections are separate tables.
+        let value = &*value;
         registry.connections.retain(|_, subscriptions| {
             let mut open = true;
             subscriptions.retain(|id, subscriber| {
                 if subscriber.service != index {
                     return true;
                 }
-                match subscriber.publisher.publish_ops(None, member, &ops, &value) {
+                match subscriber.publisher.publish_ops(None, member, &ops, value) {
                     Ok(Some(update)) => match update.to_payload() {
                         Ok(update) => {
                             open = subscriber.cx.publish(id.clone(), update);
@@ -463,7 +470,7 @@ impl ChordEndpoint {
             });
             open && !subscriptions.is_empty()
         });
-        Ok(returned)
+        Ok((returned, sequence))
     }
 }
 
