@@ -87,11 +87,6 @@ impl Rng {
         self.below(100) < percent
     }
 
-    /// A number in `low..high` (`low` when the range is empty).
-    pub fn range(&mut self, low: u64, high: u64) -> u64 {
-        low + self.below(high.saturating_sub(low))
-    }
-
     /// An index in `0..n` (`0` when `n` is 0).
     pub fn index(&mut self, n: usize) -> usize {
         self.below(n as u64) as usize
@@ -641,6 +636,19 @@ mod tests {
             assert!(draws.contains(&digit), "{digit} never drawn");
         }
         assert!((0..1000).map(|_| a.unit()).all(|u| (0.0..1.0).contains(&u)));
+    }
+
+    #[test]
+    fn chance_and_index_keep_to_their_ranges() {
+        let mut rng = Rng::new(7);
+        assert!((0..1000).all(|_| !rng.chance(0)));
+        assert!((0..1000).all(|_| rng.chance(100)));
+        let heads = (0..10_000).filter(|_| rng.chance(30)).count();
+        assert!((2_700..3_300).contains(&heads), "{heads} of 10,000 at 30%");
+        let indexes: Vec<usize> = (0..300).map(|_| rng.index(3)).collect();
+        assert!(indexes.iter().all(|&i| i < 3));
+        assert!((0..3).all(|i| indexes.contains(&i)));
+        assert_eq!(rng.index(0), 0);
     }
 
     /// A pattern without `maxLength` once capped drawn strings at 20 characters, so no UUID
