@@ -45,6 +45,47 @@ impl JsonTypes {
     pub const fn contains(self, other: JsonTypes) -> bool {
         other.0 != 0 && self.0 & other.0 == other.0
     }
+
+    /// The types in both sets.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::JsonTypes;
+    /// let both = JsonTypes::STRING.union(JsonTypes::NULL).intersection(JsonTypes::NULL.union(JsonTypes::ARRAY));
+    /// assert_eq!(both, JsonTypes::NULL);
+    /// assert!(JsonTypes::STRING.intersection(JsonTypes::NUMBER).is_empty());
+    /// ```
+    #[must_use]
+    pub const fn intersection(self, other: JsonTypes) -> JsonTypes {
+        JsonTypes(self.0 & other.0)
+    }
+
+    /// Whether the set holds no type.
+    #[must_use]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The set's types in words, `or` between them (`"null or string"`), in the order of the
+    /// constants above; empty for [`JsonTypes::NONE`].
+    ///
+    /// ```
+    /// use pi_protocol_runtime::JsonTypes;
+    /// assert_eq!(JsonTypes::STRING.union(JsonTypes::NULL).describe(), "null or string");
+    /// assert_eq!(JsonTypes::ANY.describe(), "null or boolean or number or string or array or object");
+    /// ```
+    #[must_use]
+    pub fn describe(self) -> String {
+        const NAMES: [(JsonTypes, &str); 6] = [
+            (JsonTypes::NULL, "null"),
+            (JsonTypes::BOOLEAN, "boolean"),
+            (JsonTypes::NUMBER, "number"),
+            (JsonTypes::STRING, "string"),
+            (JsonTypes::ARRAY, "array"),
+            (JsonTypes::OBJECT, "object"),
+        ];
+        let parts: Vec<&str> = NAMES.iter().filter(|(bit, _)| self.contains(*bit)).map(|(_, name)| *name).collect();
+        parts.join(" or ")
+    }
 }
 
 /// Whether the map key `key` (raw bytes) is `expected`, a key of the schema.

@@ -1,5 +1,5 @@
-//! Passes 3 and 4 of the conversion: how each union's members are told apart (JSON type, a
-//! literal tag, several tags, key sets), and the variant names and newtypes that follow.
+//! Pass 3 of the conversion: how each union's members are told apart (JSON type, a literal
+//! tag, several tags, key sets), and the names of the variants.
 
 use super::*;
 
@@ -21,7 +21,7 @@ impl<'a> Converter<'_, 'a> {
     /// Decides how union `index` is told apart and names its variants.
     pub(super) fn classify(&self, index: usize, members: &[UnionMember], memo: &mut Memo) -> Result<Union> {
         let pointer = self.types[index].node.path().to_string();
-        let types: Vec<u8> = members
+        let types: Vec<JsonTypes> = members
             .iter()
             .map(|m| match &m.kind {
                 VariantKind::Literal(value) => literal_json_type(value),
@@ -31,8 +31,8 @@ impl<'a> Converter<'_, 'a> {
         // Literals: distinct values, and no other member of their JSON type.
         for (a, ma) in members.iter().enumerate() {
             for (b, mb) in members.iter().enumerate().take(a) {
-                let overlap = types[a] & types[b];
-                if overlap == 0 {
+                let overlap = types[a].intersection(types[b]);
+                if overlap.is_empty() {
                     continue;
                 }
                 match (&ma.kind, &mb.kind) {
@@ -41,22 +41,22 @@ impl<'a> Converter<'_, 'a> {
                     }
                     (VariantKind::Literal(_), VariantKind::Literal(_)) => {}
                     (VariantKind::Value(_), VariantKind::Value(_))
-                        if overlap == json_type::OBJECT
-                            && types[a] == json_type::OBJECT
-                            && types[b] == json_type::OBJECT => {}
+                        if overlap == JsonTypes::OBJECT
+                            && types[a] == JsonTypes::OBJECT
+                            && types[b] == JsonTypes::OBJECT => {}
                     _ => {
                         return Err(GenError::schema(
                             pointer.clone(),
                             format!(
                                 "members {b} and {a} can both hold a {}: a decoder could not tell them apart",
-                                json_type::describe(overlap)
+                                overlap.describe()
                             ),
                         ))
                     }
                 }
             }
         }
-        let objects: Vec<usize> = (0..members.len()).filter(|&i| types[i] == json_type::OBJECT).collect();
+        let objects: Vec<usize> = (0..members.len()).filter(|&i| types[i] == JsonTypes::OBJECT).collect();
         let (dispatch, tags) = if objects.len() < 2 {
             (Dispatch::ByType, vec![Vec::new(); members.len()])
         } else {
@@ -235,7 +235,7 @@ impl<'a> Converter<'_, 'a> {
 
     /// The JSON types a value of `shape` can have, each named type's computed once (`memo`);
     /// the types hold no cycle without a container ([`check_chains`](Self::check_chains)).
-    pub(super) fn shape_types(&self, shape: &Shape, memo: &mut Memo) -> u8 {
+    pub(super) fn shape_types(&self, shape: &Shape, memo: &mut Memo) -> JsonTypes {
         match &shape.ty {
             TypeExpr::Named { name, .. } => {
                 let index = self.index_of(name);
@@ -243,27 +243,27 @@ impl<'a> Converter<'_, 'a> {
                     return types;
                 }
                 let types = match &self.types[index].kind {
-                    Some(PendingKind::Struct(_)) => json_type::OBJECT,
+                    Some(PendingKind::Struct(_)) => JsonTypes::OBJECT,
                     Some(PendingKind::Newtype(inner)) => self.shape_types(inner, memo),
-                    Some(PendingKind::Union(members, _)) => members.iter().fold(0, |all, member| {
-                        all | match &member.kind {
+                    Some(PendingKind::Union(members, _)) => members.iter().fold(JsonTypes::NONE, |all, member| {
+                        all.union(match &member.kind {
                             VariantKind::Literal(value) => literal_json_type(value),
                             VariantKind::Value(shape) => self.shape_types(shape, memo),
-                        }
+                        })
                     }),
-                    None => json_type::ANY,
+                    None => JsonTypes::ANY,
                 };
                 memo.types[index] = Some(types);
                 types
             }
-            TypeExpr::String => json_type::STRING,
-            TypeExpr::Integer | TypeExpr::Number => json_type::NUMBER,
-            TypeExpr::Boolean => json_type::BOOLEAN,
-            TypeExpr::Null => json_type::NULL,
-            TypeExpr::Payload => json_type::ANY,
-            TypeExpr::Array(_) => json_type::ARRAY,
-            TypeExpr::Record(_) => json_type::OBJECT,
-            TypeExpr::Nullable(inner) => self.shape_types(inner, memo) | json_type::NULL,
+            TypeExpr::String => JsonTypes::STRING,
+            TypeExpr::Integer | TypeExpr::Number => JsonTypes::NUMBER,
+            TypeExpr::Boolean => JsonTypes::BOOLEAN,
+            TypeExpr::Null => JsonTypes::NULL,
+            TypeExpr::Payload => JsonTypes::ANY,
+            TypeExpr::Array(_) => JsonTypes::ARRAY,
+            TypeExpr::Record(_) => JsonTypes::OBJECT,
+            TypeExpr::Nullable(inner) => self.shape_types(inner, memo).union(JsonTypes::NULL),
         }
     }
 
@@ -321,12 +321,12 @@ impl<'a> Converter<'_, 'a> {
 }
 
 /// The JSON type of a literal.
-pub(super) fn literal_json_type(value: &LiteralValue) -> u8 {
+pub(super) fn literal_json_type(value: &LiteralValue) -> JsonTypes {
     match value {
-        LiteralValue::String(_) => json_type::STRING,
-        LiteralValue::Bool(_) => json_type::BOOLEAN,
-        LiteralValue::Number(_) => json_type::NUMBER,
-        LiteralValue::Null => json_type::NULL,
+        LiteralValue::String(_) => JsonTypes::STRING,
+        LiteralValue::Bool(_) => JsonTypes::BOOLEAN,
+        LiteralValue::Number(_) => JsonTypes::NUMBER,
+        LiteralValue::Null => JsonTypes::NULL,
     }
 }
 

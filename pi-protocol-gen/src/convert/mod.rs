@@ -21,13 +21,14 @@
 //! Every error names the schema location as a JSON pointer.
 //!
 //! This module holds the entry point, the converter's state and naming (pass 1 and the naming of
-//! pass 2); `shapes` reads types and shapes from schema nodes (pass 2), `classify` tells union
-//! members apart (passes 3 and 4), `cycles` bounds containment chains and boxes recursion
+//! pass 2); `shapes` reads types and shapes from schema nodes (passes 2 and 4), `classify`
+//! tells union members apart (pass 3), `cycles` bounds containment chains and boxes recursion
 //! (pass 5).
 
 use std::collections::{HashMap, HashSet};
 
 use pi_protocol_runtime::pattern::SchemaPattern;
+use pi_protocol_runtime::JsonTypes;
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
@@ -75,31 +76,6 @@ const ROOT_KEYWORDS: &[&str] = &["$schema", "$id", "$defs", "definitions", "titl
 
 /// Keywords of the root of the reference's published form.
 const REFERENCE_ROOT_KEYWORDS: &[&str] = &["source", "protocolVersion", "limits", "clientMessage", "serverMessage"];
-
-/// JSON types as a bit set, for telling union members apart.
-mod json_type {
-    pub const NULL: u8 = 1;
-    pub const BOOLEAN: u8 = 2;
-    pub const NUMBER: u8 = 4;
-    pub const STRING: u8 = 8;
-    pub const ARRAY: u8 = 16;
-    pub const OBJECT: u8 = 32;
-    pub const ANY: u8 = 63;
-
-    /// Words for a set, for messages.
-    pub fn describe(types: u8) -> String {
-        let names = [
-            (NULL, "null"),
-            (BOOLEAN, "boolean"),
-            (NUMBER, "number"),
-            (STRING, "string"),
-            (ARRAY, "array"),
-            (OBJECT, "object"),
-        ];
-        let parts: Vec<&str> = names.iter().filter(|(bit, _)| types & bit != 0).map(|(_, n)| *n).collect();
-        parts.join(" or ")
-    }
-}
 
 /// Converts a parsed schema document into the checked model.
 pub(crate) fn convert(value: &Value) -> Result<Model> {
@@ -204,7 +180,7 @@ type Tags = Vec<(String, LiteralValue)>;
 /// What classification knows of each named type once it looked (by index): its JSON types and
 /// the literals all its maps carry.
 struct Memo {
-    types: Vec<Option<u8>>,
+    types: Vec<Option<JsonTypes>>,
     literals: Vec<Option<Tags>>,
 }
 

@@ -1,5 +1,6 @@
-//! Pass 2 of the conversion: named types and the shapes written in place (structs, union
-//! members, records, nullable values, literals), read from schema nodes.
+//! Passes 2 and 4 of the conversion: named types and the shapes written in place (structs,
+//! union members, records, nullable values, literals), read from schema nodes, and the
+//! newtypes of union members whose shapes carry constraints.
 
 use super::*;
 
