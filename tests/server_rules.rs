@@ -162,13 +162,7 @@ fn violations_are_answered_with_hello_error_before_closing() {
     // A header past the frame limit, in the reference's words.
     let mut server = ready(ServerOptions::default());
     server.receive(&0x0100_0001u32.to_be_bytes());
-    assert_eq!(
-        sent(&mut server),
-        vec![hello_error(
-            "invalid_request",
-            "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216"
-        )]
-    );
+    assert_refused_as_sent(&mut server, "Frame length 16777217 exceeds configured limit of 16777216");
     // CBOR that is no client message.
     let mut server = ready(ServerOptions::default());
     let ping = pi_protocol::Payload::from_value(&json!({"type": "ping"})).unwrap();
@@ -289,11 +283,13 @@ fn refusal_of(payload: &[u8]) -> ServerMessage {
 /// Checks that `payload` is refused with the reference server's words: `Invalid client protocol
 /// frame: ` and the reference decoder's text for that failure (docs/PROTOCOL.md section 6).
 fn assert_refused_as(payload: &[u8], detail: &str) {
-    assert_eq!(
-        refusal_of(payload),
-        hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}")),
-        "payload {payload:02x?}"
-    );
+    assert_eq!(refusal_of(payload), frame_refusal(detail), "payload {payload:02x?}");
+}
+
+/// The `hello_error` the reference server sends for a frame it cannot decode, `detail` being its
+/// decoder's text.
+fn frame_refusal(detail: &str) -> ServerMessage {
+    hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}"))
 }
 
 // One test for each text the reference decoder (`@earendil-works/pi-protocol` 0.85.1) words a
@@ -428,10 +424,7 @@ fn the_three_realpeer_scenarios_get_the_reference_servers_words() {
     assert_refused_as(&[], "Truncated CBOR payload");
     let mut server = ServerConnection::new(sid(SERVER), ServerOptions::default());
     server.receive(&[0, 0, 0, 1, 0x1c]);
-    assert_eq!(
-        sent(&mut server),
-        vec![hello_error("invalid_request", "Invalid client protocol frame: Malformed CBOR additional information")]
-    );
+    assert_refused_as_sent(&mut server, "Malformed CBOR additional information");
 }
 
 #[test]
@@ -442,13 +435,7 @@ fn a_header_past_the_limit_later_in_the_chunk_is_the_error() {
     let mut chunk = vec![0, 0, 0, 1, 0x1c, 0, 0, 0, 1, 0xf6];
     chunk.extend_from_slice(&0x0100_0001u32.to_be_bytes());
     server.receive(&chunk);
-    assert_eq!(
-        sent(&mut server),
-        vec![hello_error(
-            "invalid_request",
-            "Invalid client protocol frame: Frame length 16777217 exceeds configured limit of 16777216"
-        )]
-    );
+    assert_refused_as_sent(&mut server, "Frame length 16777217 exceeds configured limit of 16777216");
     // In the next chunk, it is not looked at.
     let mut server = ready(ServerOptions::default());
     server.receive(&[0, 0, 0, 1, 0x1c]);
@@ -457,5 +444,5 @@ fn a_header_past_the_limit_later_in_the_chunk_is_the_error() {
 }
 
 fn assert_refused_as_sent(server: &mut ServerConnection, detail: &str) {
-    assert_eq!(sent(server), vec![hello_error("invalid_request", &format!("Invalid client protocol frame: {detail}"))]);
+    assert_eq!(sent(server), vec![frame_refusal(detail)]);
 }
