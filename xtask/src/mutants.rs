@@ -555,7 +555,8 @@ impl Runner<'_> {
         command
     }
 
-    fn list(&self) -> Result<(), String> {
+    /// The mutants tier 1 would test, one a line (`cargo mutants --list`).
+    fn listed(&self) -> Result<String, String> {
         let out = self
             .cargo_mutants()
             .args(self.narrowing())
@@ -565,7 +566,11 @@ impl Runner<'_> {
         if !out.status.success() {
             return Err(format!("cargo mutants --list failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
-        let listed = String::from_utf8_lossy(&out.stdout);
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn list(&self) -> Result<(), String> {
+        let listed = self.listed()?;
         print!("{listed}");
         let equivalent = self.equivalent_count()?;
         println!(
@@ -578,13 +583,7 @@ impl Runner<'_> {
 
     /// How many mutants tier 1 would test.
     fn count(&self) -> Result<usize, String> {
-        let out = self
-            .cargo_mutants()
-            .args(self.narrowing())
-            .arg("--list")
-            .output()
-            .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
-        Ok(String::from_utf8_lossy(&out.stdout).lines().count())
+        Ok(self.listed()?.lines().count())
     }
 
     /// How many of the area's mutants (as chosen by files and diff) the equivalents list leaves
