@@ -25,7 +25,7 @@ cp "$here"/*.mjs "$scratch/"
 installed="$(node -p "require('$scratch/node_modules/@earendil-works/pi-protocol/package.json').version")"
 [ "$installed" = "0.85.1" ] || { echo "interop: expected @earendil-works/pi-protocol 0.85.1, found $installed"; exit 1; }
 
-(cd "$root" && cargo build --quiet --features tokio --example server --example client --example router)
+(cd "$root" && cargo build --quiet --features tokio,chord --example server --example client --example router)
 bin="$target/debug/examples"
 logs="$scratch/logs"
 rm -f "$logs"/*.log
