@@ -77,6 +77,9 @@ pub use self::chord::{AppliedUpdate, ServiceSubscription, ServiceUpdateError};
 pub use self::error::{ConnectError, RequestError};
 use self::task::{BoxedTransport, Command, Shared, UpdateCopy};
 pub use self::updates::{Updates, UpdatesError};
+/// The mode [`Client::subscribe_service`] subscribes in (Chord's `singleton` or `keyed`).
+#[cfg(feature = "chord")]
+pub use crate::chord::wire::ServiceMode;
 use crate::connection::{CallTarget, CloseReason};
 /// Discovery of the servers of a directory, as pi-client's `discoverUnixServers` (the same items
 /// as in [`crate::io::unix`]).

@@ -92,6 +92,11 @@ impl ChordService {
     }
 
     /// Adds a state member holding `value` (sequence 0).
+    ///
+    /// The snapshot writes `value` and the Delta ops of its changes in the key order of its
+    /// objects, which is your `serde_json`'s: sorted by default, insertion order with its
+    /// `preserve_order` feature (what a JavaScript provider writes). Replicas reach the same
+    /// value either way; the bytes, and which path gets the first path id, differ.
     #[must_use]
     pub fn state(mut self, name: impl Into<String>, value: Value) -> Self {
         self.members.push((name.into(), Some(value)));

@@ -44,6 +44,9 @@
 //! flight) is bounded by the budget (default [`DEFAULT_BUDGET`], 256 MiB): the connection that
 //! would pass it is closed at once and its queue dropped.
 //!
+//! A Session exists only when [`Service::session_exists`] says so (by default none does, and
+//! every `attach` is `session_not_found`).
+//!
 //! ```no_run
 //! use pi_protocol::server::{Call, CallError, CallResult, Context, Server, Service};
 //! use pi_protocol::{Payload, ServerId};
@@ -472,6 +475,9 @@ impl<S: Service> Server<S> {
 
     /// Serves on the Unix socket `path` ([`UnixSocketListener`](crate::io::unix::UnixSocketListener):
     /// a stale socket is replaced, a live one is an error, mode 0600, unlinked on shutdown).
+    /// The real programs' convention for `path` is `<dir>/<serverId>.sock`, which
+    /// [`socket_path`](crate::io::unix::socket_path)`(dir, &server_id)` gives, and where
+    /// [`discover`](crate::io::unix::discover) finds it.
     ///
     /// # Errors
     /// Binding errors.
