@@ -59,17 +59,26 @@ fn ok(value: Value) -> CallResult {
     Payload::from_value(&value).map(Some).map_err(CallError::internal)
 }
 
+/// `{"echo": args}`, the arguments copied as they came (no JSON in between).
+fn echo(call: &Call) -> CallResult {
+    #[derive(serde::Serialize)]
+    struct Echo<'a> {
+        echo: &'a Payload,
+    }
+    Payload::from_serialize(&Echo { echo: call.args() }).map(Some).map_err(CallError::internal)
+}
+
 impl Service for Demo {
     async fn call(&self, call: Call, cx: Context) -> CallResult {
-        let args = call.args_json();
-        if (call.service_id(), call.member()) == ("session", "echo") {
-            return ok(json!({"echo": args}));
+        if let ("session", "echo") = (call.service_id(), call.member()) {
+            return echo(&call);
         }
         if let Some(answer) = self.chord.answer(&call, &cx) {
             return answer;
         }
+        let args = call.args_json();
         match (call.service_id(), &args[..]) {
-            ("demo.echo", _) => ok(json!({"echo": args})),
+            ("demo.echo", _) => echo(&call),
             ("demo.slow", [ms]) => {
                 let ms = ms.as_u64().unwrap_or(0).min(600_000);
                 tokio::select! {

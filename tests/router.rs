@@ -591,6 +591,35 @@ fn rule5_a_refused_unsubscribe_leaves_the_subscription_with_its_client() {
     assert_eq!(h.receive(upstream, news.clone()), vec![to_client(client, news)]);
 }
 
+/// Found by the property test `every_request_is_answered_once_to_its_own_client` (its saved
+/// case in tests/router.proptest-regressions): the answer to an `unsubscribe` forwarded
+/// before a `subscribe` of the same id freed the newer subscription, so another client could
+/// take the id and receive the first one's updates.
+#[test]
+fn rule5_an_answer_to_an_unsubscribe_sent_before_a_resubscribe_keeps_the_subscription() {
+    let mut h = Harness::with(Router::new(sid(A), RouterOptions::default()).with_inspector(Chord));
+    let upstream = h.shared(A);
+    let (first, second) = (h.client(), h.client());
+    // An unsubscribe of an id it does not hold yet, then a subscribe of it.
+    h.send(first, request("u0", server_target(A), call("unsubscribe", json!(["sub-1"]))));
+    h.send(first, request("s1", server_target(A), call("subscribe", json!(["sub-1"]))));
+    h.receive(upstream, success("req-1", None));
+    // A held id, unsubscribed and subscribed again before the unsubscribe's answer.
+    h.send(first, request("s2", server_target(A), call("subscribe", json!(["sub-2"]))));
+    h.receive(upstream, success("req-2", None));
+    h.receive(upstream, success("req-3", None));
+    h.send(first, request("u2", server_target(A), call("unsubscribe", json!(["sub-2"]))));
+    h.send(first, request("s3", server_target(A), call("subscribe", json!(["sub-2"]))));
+    h.receive(upstream, success("req-4", None));
+    for (n, id) in ["sub-1", "sub-2"].into_iter().enumerate() {
+        let out = h.send(second, request(&format!("t{n}"), server_target(A), call("subscribe", json!([id]))));
+        let in_use = failure(&format!("t{n}"), RouterOptions::default().subscription_in_use);
+        assert_eq!(out, vec![to_client(second, in_use)], "{id} is still the first client's");
+        let news = update(id, Payload::null());
+        assert_eq!(h.receive(upstream, news.clone()), vec![to_client(first, news)], "{id}'s updates");
+    }
+}
+
 #[test]
 fn rule5_without_an_inspector_updates_of_a_shared_upstream_are_unrouted() {
     let mut h = Harness::new();

@@ -442,6 +442,16 @@ enum Effect {
     Closes(SubscriptionId),
 }
 
+/// Who holds a subscription id on a shared upstream (rule 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holding {
+    client: ClientKey,
+    /// The upstream counter of the holder's latest `subscribe` of it: an answer to a call
+    /// forwarded before that one (an earlier `unsubscribe`, a failed earlier `subscribe`) does
+    /// not free it, since the upstream handles calls in order.
+    subscribed: u64,
+}
+
 /// A request forwarded to an upstream and not answered yet.
 #[derive(Debug)]
 struct Flight {
@@ -464,7 +474,7 @@ struct Upstream {
     /// Forwarded requests by the counter of their upstream id.
     flights: KeyMap<u64, Flight>,
     /// Subscription holders (shared upstreams).
-    subscriptions: HashMap<SubscriptionId, ClientKey>,
+    subscriptions: HashMap<SubscriptionId, Holding>,
     /// An attachment waiting for the next response (shared upstreams, rule 6).
     held_attachment: Option<Attachment>,
     /// The client holding the current route, and the route (shared upstreams).
@@ -930,21 +940,26 @@ impl Router {
         match inspector.inspect(request) {
             CallEffect::Subscribe(subscription) => {
                 let Some(c) = self.clients.get_mut(&client) else { return Ok(Effect::None) };
-                match u.subscriptions.get(&subscription) {
-                    Some(holder) if *holder == client => Ok(Effect::None),
+                // The counter the call is about to be forwarded under.
+                let subscribed = u.next_id;
+                match u.subscriptions.get_mut(&subscription) {
+                    Some(holding) if holding.client == client => {
+                        holding.subscribed = subscribed;
+                        Ok(Effect::None)
+                    }
                     Some(_) => Err(Refusal::SubscriptionInUse),
                     None if c.subscriptions.len() >= self.options.max_subscriptions => {
                         Err(Refusal::TooManySubscriptions)
                     }
                     None => {
-                        u.subscriptions.insert(subscription.clone(), client);
+                        u.subscriptions.insert(subscription.clone(), Holding { client, subscribed });
                         c.subscriptions.insert((upstream, subscription.clone()));
                         Ok(Effect::Opened(subscription))
                     }
                 }
             }
             CallEffect::Unsubscribe(subscription) => match u.subscriptions.get(&subscription) {
-                Some(holder) if *holder != client => Err(Refusal::SubscriptionInUse),
+                Some(holding) if holding.client != client => Err(Refusal::SubscriptionInUse),
                 _ => Ok(Effect::Closes(subscription)),
             },
             _ => Ok(Effect::None),
@@ -1032,7 +1047,7 @@ impl Router {
     /// call, the id staying reserved until the answer, or freed at once (rule 7).
     fn release_subscription(&mut self, client: ClientKey, upstream: UpstreamKey, subscription: SubscriptionId) {
         let Some(u) = self.upstreams.get_mut(&upstream) else { return };
-        if u.subscriptions.get(&subscription) != Some(&client) {
+        if u.subscriptions.get(&subscription).map(|h| h.client) != Some(client) {
             return;
         }
         let call = self.inspector.as_mut().and_then(|inspector| inspector.unsubscribe_call(&subscription));
@@ -1258,9 +1273,11 @@ impl Router {
         // A failed subscribe frees its id, so does a successful unsubscribe, and so does any
         // answer to one the router sent for a departed client.
         match &flight.effect {
-            Effect::Opened(subscription) if !ok => self.unsubscribe(upstream, flight.client, subscription),
+            Effect::Opened(subscription) if !ok => {
+                self.unsubscribe(upstream, flight.client, subscription, flight.sequence);
+            }
             Effect::Closes(subscription) if ok || flight.client_id.is_none() => {
-                self.unsubscribe(upstream, flight.client, subscription);
+                self.unsubscribe(upstream, flight.client, subscription, flight.sequence);
             }
             _ => {}
         }
@@ -1301,9 +1318,11 @@ impl Router {
         }
     }
 
-    fn unsubscribe(&mut self, upstream: UpstreamKey, client: ClientKey, subscription: &SubscriptionId) {
+    /// Frees `subscription` of `client` on `upstream` after the answer to the call forwarded
+    /// under counter `sequence`, unless the client subscribed it again after that call.
+    fn unsubscribe(&mut self, upstream: UpstreamKey, client: ClientKey, subscription: &SubscriptionId, sequence: u64) {
         if let Some(u) = self.upstreams.get_mut(&upstream) {
-            if u.subscriptions.get(subscription) == Some(&client) {
+            if u.subscriptions.get(subscription).is_some_and(|h| h.client == client && h.subscribed <= sequence) {
                 u.subscriptions.remove(subscription);
                 if let Some(c) = self.clients.get_mut(&client) {
                     c.subscriptions.remove(&(upstream, subscription.clone()));
@@ -1316,7 +1335,7 @@ impl Router {
     fn route_update(&mut self, upstream: UpstreamKey, update: ServiceUpdate) {
         let Some(u) = self.upstreams.get(&upstream) else { return };
         let subscription = envelope::update_subscription(&update);
-        let holder = u.owner.or_else(|| u.subscriptions.get(subscription).copied());
+        let holder = u.owner.or_else(|| u.subscriptions.get(subscription).map(|h| h.client));
         match holder {
             Some(client) if self.client_is_open(client) => {
                 self.send_to_client(client, envelope::forward_update(update))
@@ -1362,8 +1381,8 @@ impl Router {
             }
             (None, None) => {}
         }
-        for (subscription, client) in u.subscriptions {
-            if let Some(c) = self.clients.get_mut(&client) {
+        for (subscription, holding) in u.subscriptions {
+            if let Some(c) = self.clients.get_mut(&holding.client) {
                 c.subscriptions.remove(&(upstream, subscription));
             }
         }

@@ -156,10 +156,15 @@ impl ChordEndpointBuilder {
             }
             services.push(Declared { id, members });
         }
+        let entries = services.iter().map(|s| CatalogueEntry::new(s.id.clone(), ServiceMode::Singleton)).collect();
+        let catalogue = Catalogue::from_entries(entries)
+            .and_then(|c| c.to_payload())
+            .map_err(|e| ChordError::Declaration(format!("the catalogue: {e}")))?;
         let registry = Registry { services, connections: HashMap::new() };
         Ok(ChordEndpoint {
             inner: Arc::new(Mutex::new(registry)),
             max_subscriptions: self.max_subscriptions.unwrap_or(DEFAULT_MAX_SUBSCRIPTIONS),
+            catalogue,
         })
     }
 }
@@ -233,6 +238,8 @@ impl ChordEndpointBuilder {
 pub struct ChordEndpoint {
     inner: Arc<Mutex<Registry>>,
     max_subscriptions: usize,
+    /// The answer to `catalogue`, encoded once: the services are fixed at build.
+    catalogue: Payload,
 }
 
 #[derive(Debug)]
@@ -327,20 +334,18 @@ impl ChordEndpoint {
         if call.instance().is_some() {
             return None;
         }
+        // The common case, read without decoding the arguments: `catalogue` with `[]` (0x80,
+        // the only encoding of an empty array the decoder admits).
+        if call.member() == "catalogue" && call.args().as_cbor() == [0x80] {
+            return Some(Ok(Some(self.catalogue.clone())));
+        }
         let args: Vec<Payload> = call.args().deserialize().ok()?;
         let wire = ServiceCall::new(Id::new(call.service_id()).ok()?, Id::new(call.member()).ok()?, args);
         let control = ControlCall::from_call(&wire)?;
         let mut registry = self.lock();
         registry.prune();
         Some(match control {
-            ControlCall::Catalogue => {
-                let entries = registry
-                    .services
-                    .iter()
-                    .map(|s| CatalogueEntry::new(s.id.clone(), ServiceMode::Singleton))
-                    .collect();
-                payload(Catalogue::from_entries(entries).and_then(|c| c.to_payload()))
-            }
+            ControlCall::Catalogue => Ok(Some(self.catalogue.clone())),
             ControlCall::Subscribe { subscription_id, service_id, mode } => {
                 let Some(index) = registry.services.iter().position(|s| s.id == service_id) else {
                     return not_allowed(&service_id);

@@ -88,6 +88,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use cancel::CallCancel;
+
+mod cancel;
 #[cfg(feature = "chord")]
 mod endpoint;
 #[cfg(feature = "chord")]
@@ -146,21 +149,25 @@ impl Call {
     }
 
     /// `serviceId`.
+    #[inline]
     pub fn service_id(&self) -> &str {
         &self.service_id
     }
 
     /// `member`.
+    #[inline]
     pub fn member(&self) -> &str {
         &self.member
     }
 
     /// `args`: the argument array, as received.
+    #[inline]
     pub fn args(&self) -> &Payload {
         &self.args
     }
 
     /// `instance`, when the call names one (`{key, generation}`).
+    #[inline]
     pub fn instance(&self) -> Option<&Payload> {
         self.instance.as_ref()
     }
@@ -250,7 +257,7 @@ pub trait Service: Send + Sync + 'static {
 /// `service_update`s on its connection.
 #[derive(Debug, Clone)]
 pub struct Context {
-    cancel: CancellationToken,
+    cancel: CallCancel,
     out: mpsc::UnboundedSender<Outgoing>,
     connection: u64,
     /// Unique per connection in the process (the Chord endpoint's subscription table).
@@ -658,7 +665,9 @@ struct ConnectionState<S> {
     key: u64,
     out: mpsc::UnboundedSender<Outgoing>,
     /// The calls running as tasks, with their cancellation.
-    running: HashMap<RequestId, CancellationToken>,
+    running: HashMap<RequestId, CallCancel>,
+    /// A call's cancellation signal no one holds any more, for the next call.
+    spare_cancel: Option<CallCancel>,
     /// The Session calls in flight on the current attachment.
     session_calls: usize,
     /// Which of the running calls are Session calls.
@@ -759,6 +768,7 @@ where
         backlog: std::collections::VecDeque::new(),
         pause_at: shared.driver.pause_reading_at.max(1),
         subscriptions: std::collections::HashSet::new(),
+        spare_cancel: None,
         subscribing: HashMap::new(),
         controls: HashMap::new(),
     };
@@ -915,7 +925,7 @@ impl<S: Service> ConnectionState<S> {
             }
             _ => {}
         }
-        let cancel = CancellationToken::new();
+        let cancel = self.spare_cancel.take().unwrap_or_default();
         let cx = Context { cancel: cancel.clone(), out: self.out.clone(), connection: self.number, key: self.key };
         let shared = Arc::clone(&self.shared);
         let is_session = session.is_some();
@@ -932,12 +942,18 @@ impl<S: Service> ConnectionState<S> {
             std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(&mut TaskContext::from_waker(waker))));
         match polled {
             Ok(Poll::Ready(result)) => {
+                drop(work);
                 // Updates it published go out before its response.
                 while let Ok(outgoing) = incoming.try_recv() {
                     self.outgoing(connection, outgoing);
                 }
                 let answer = self.settle(result, &cancel);
                 self.finish(connection, &id, is_session, control, answer);
+                // Nobody else holds it (the handler kept no clone) and it never fired: the
+                // next call's, saving an allocation per call answered at once.
+                if cancel.is_unshared() {
+                    self.spare_cancel = Some(cancel);
+                }
             }
             Ok(Poll::Pending) => {
                 if is_session {
@@ -963,7 +979,7 @@ impl<S: Service> ConnectionState<S> {
         }
     }
 
-    fn settle(&self, result: CallResult, cancel: &CancellationToken) -> Result<Option<Payload>, ErrorBody> {
+    fn settle(&self, result: CallResult, cancel: &CallCancel) -> Result<Option<Payload>, ErrorBody> {
         settle(&self.shared, result, cancel)
     }
 
@@ -1101,7 +1117,7 @@ impl<S: Service> ConnectionState<S> {
 }
 
 /// The answer of a call that completed: an error of a cancelled call is `cancelled`.
-fn settle<S>(shared: &Shared<S>, result: CallResult, cancel: &CancellationToken) -> Result<Option<Payload>, ErrorBody> {
+fn settle<S>(shared: &Shared<S>, result: CallResult, cancel: &CallCancel) -> Result<Option<Payload>, ErrorBody> {
     match result {
         Ok(result) => Ok(result),
         Err(_) if cancel.is_cancelled() => Err(ErrorBody::new(code("cancelled"), "RPC request cancelled")),
