@@ -125,6 +125,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn numeric_values_are_the_numbers_they_stand_for() {
+        assert_eq!(Integer::from(-7i32).numeric_value(), -7.0);
+        assert_eq!(Integer::from(42u32).numeric_value(), 42.0);
+        assert_eq!(Number::new(2.5).expect("finite").numeric_value(), 2.5);
+        assert_eq!(Number::from(-3i32).numeric_value(), -3.0);
+    }
+
+    #[test]
     fn lengths_follow_the_reference_rules() {
         assert_eq!(text_length(""), 0);
         assert_eq!(text_length("héllo"), 5);

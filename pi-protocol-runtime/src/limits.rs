@@ -158,3 +158,48 @@ pub fn number_option(name: &'static str, value: f64, max: u64) -> Result<u64, Pr
         Err(ProtocolError::option_range(name, 0, max))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_reference_figures() {
+        assert_eq!(DEFAULT_MAX_FRAME_LENGTH, 16_777_216);
+        assert_eq!(DEFAULT_MAX_BYTE_LENGTH, 16_777_216);
+        let limits = CborLimits::default();
+        assert_eq!(
+            (limits.max_byte_length(), limits.max_container_length(), limits.max_depth()),
+            (16_777_216, 1_000_000, 64)
+        );
+    }
+
+    #[test]
+    fn each_setter_changes_its_own_limit_and_refuses_past_its_range() {
+        let limits = CborLimits::default();
+        let bytes = limits.with_max_byte_length(1024).unwrap();
+        assert_eq!((bytes.max_byte_length(), bytes.max_container_length(), bytes.max_depth()), (1024, 1_000_000, 64));
+        let entries = limits.with_max_container_length(7).unwrap();
+        assert_eq!((entries.max_byte_length(), entries.max_container_length()), (16_777_216, 7));
+        let depth = limits.with_max_depth(512).unwrap();
+        assert_eq!((depth.max_depth(), depth.max_container_length()), (512, 1_000_000));
+        assert!(limits.with_max_byte_length(u64::from(u32::MAX) + 1).is_err());
+        assert!(limits.with_max_container_length(u64::from(u32::MAX) + 1).is_err());
+        assert!(limits.with_max_depth(513).is_err());
+        assert_eq!(limits.with_max_byte_length(u64::from(u32::MAX)).unwrap().max_byte_length(), u32::MAX);
+    }
+
+    #[test]
+    fn limits_from_json_numbers_are_integers_in_range() {
+        let limits = CborLimits::from_numbers(100.0, 20.0, 3.0).unwrap();
+        assert_eq!((limits.max_byte_length(), limits.max_container_length(), limits.max_depth()), (100, 20, 3));
+        for bad in
+            [(2.5, 1.0, 1.0), (-1.0, 1.0, 1.0), (1.0, f64::NAN, 1.0), (1.0, 1.0, 513.0), (1.0, 1.0, f64::INFINITY)]
+        {
+            assert!(CborLimits::from_numbers(bad.0, bad.1, bad.2).is_err(), "{bad:?}");
+        }
+        assert_eq!(number_option("x", 4_294_967_295.0, MAX_CONFIGURABLE_LENGTH).unwrap(), 4_294_967_295);
+        assert!(number_option("x", 4_294_967_296.0, MAX_CONFIGURABLE_LENGTH).is_err());
+        assert_eq!(check_length("x", 0).unwrap(), 0);
+    }
+}
