@@ -196,6 +196,31 @@ impl Payload {
         self.widest
     }
 
+    /// A strict reader over the payload's bytes, for walking a value of known shape without
+    /// serde (docs/PROTOCOL.md section 5). The bytes were validated when the payload was built,
+    /// so the reader applies the widest limits; a payload decoded from it
+    /// ([`Decode`](crate::codec::Decode)) is a zero-copy slice of this payload's buffer, or an
+    /// inline copy of 46 bytes or less.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::{Decode, Payload};
+    /// let call = Payload::from_json_str(r#"{"member": "echo", "args": [1, "two"]}"#)?;
+    /// let mut reader = call.reader();
+    /// assert_eq!(reader.enter_map()?, 2);
+    /// assert_eq!((reader.read_key()?, reader.read_text()?), ("member", "echo"));
+    /// assert_eq!(reader.read_key()?, "args");
+    /// let args = Payload::decode(&mut reader)?;
+    /// assert_eq!(args, Payload::from_json_str(r#"[1, "two"]"#)?);
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    #[inline]
+    pub fn reader(&self) -> Reader<'_> {
+        match &self.cbor {
+            Storage::Inline { .. } => Reader::new(self.as_cbor(), CborLimits::widest()),
+            Storage::Shared(bytes) => Reader::new_shared(bytes, CborLimits::widest()),
+        }
+    }
+
     /// Whether the value is `null`.
     pub fn is_null(&self) -> bool {
         self.as_cbor() == [0xf6]

@@ -84,7 +84,7 @@ mod inbox;
 pub(crate) mod options;
 pub mod router;
 mod server;
-mod service_call;
+pub(crate) mod service_call;
 
 use std::fmt;
 

@@ -3,191 +3,142 @@
 //! text), `member` (a non-empty text), `args` (an array) and, optionally, `instance` (a map of
 //! exactly `key`, a non-empty text, and `generation`, an integer of at least 1).
 //!
-//! The check walks the payload's CBOR once through serde, borrowing its texts and skipping the
-//! arguments' contents ([`IgnoredAny`]): it builds no value tree and allocates nothing.
+//! One walk of the payload's CBOR with the strict reader serves both users: the connection's
+//! fence ([`is_service_call`]), which skips `args` and `instance` and keeps nothing, and the
+//! high-level server, which keeps the parts ([`ServiceCallParts`]): the two names borrowed,
+//! `args` and `instance` as payloads that slice the call's buffer (or copy 46 bytes or less).
+//! No value tree is built.
 
-use std::fmt;
-
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use pi_protocol_runtime::{Decode, JsonTypes, Reader};
 
 use crate::Payload;
 
+/// A service call's parts, borrowed from its payload; `P` is what is kept of `args` and
+/// `instance` (a [`Payload`], or `()` when only the shape matters).
+#[derive(Debug)]
+pub(crate) struct Parts<'a, P> {
+    /// `serviceId`: not empty.
+    pub(crate) service_id: &'a str,
+    /// `member`: not empty.
+    pub(crate) member: &'a str,
+    /// `args`: an array.
+    pub(crate) args: P,
+    /// `instance`: `{key, generation}`, when present.
+    pub(crate) instance: Option<P>,
+}
+
+/// A service call's parts with `args` and `instance` as payloads.
+pub(crate) type ServiceCallParts<'a> = Parts<'a, Payload>;
+
+/// What the walk keeps of an item whose shape it has checked.
+trait Kept<'a>: Sized {
+    /// Takes the item at `r`'s position, which the walk has already checked the shape of.
+    fn take(r: &mut Reader<'a>) -> Option<Self>;
+}
+
+/// Nothing: the item is skipped.
+impl<'a> Kept<'a> for () {
+    #[inline]
+    fn take(r: &mut Reader<'a>) -> Option<()> {
+        r.skip().ok()
+    }
+}
+
+/// The item as a payload.
+impl<'a> Kept<'a> for Payload {
+    #[inline]
+    fn take(r: &mut Reader<'a>) -> Option<Payload> {
+        Payload::decode(r).ok()
+    }
+}
+
 /// Whether `call` has the shape of a service call.
 pub(crate) fn is_service_call(call: &Payload) -> bool {
-    call.deserialize::<CallShape>().is_ok()
+    walk::<()>(call).is_some()
 }
 
-/// A value that deserializes only from a service call; it keeps nothing.
-struct CallShape;
+/// The parts of `call`, or `None` when it is not a service call.
+pub(crate) fn service_call_parts(call: &Payload) -> Option<ServiceCallParts<'_>> {
+    walk(call)
+}
+
+/// The one walk: the parts of `call`, keeping `P` of `args` and `instance`.
+#[inline]
+fn walk<'a, P: Kept<'a>>(call: &'a Payload) -> Option<Parts<'a, P>> {
+    let mut r = call.reader();
+    if r.peek_json_type() != JsonTypes::OBJECT {
+        return None;
+    }
+    let entries = r.enter_map().ok()?;
+    let (mut service_id, mut member, mut args, mut instance) = (None, None, None, None);
+    for _ in 0..entries {
+        let key = r.read_key_bytes().ok()?;
+        let fresh = match key {
+            b"serviceId" => service_id.replace(id(&mut r)?).is_none(),
+            b"member" => member.replace(id(&mut r)?).is_none(),
+            b"args" => args.replace(array(&mut r)?).is_none(),
+            b"instance" => instance.replace(address(&mut r)?).is_none(),
+            _ => false,
+        };
+        if !fresh {
+            return None;
+        }
+    }
+    Some(Parts { service_id: service_id?, member: member?, args: args?, instance })
+}
 
 /// A non-empty text.
-struct Id;
+fn id<'a>(r: &mut Reader<'a>) -> Option<&'a str> {
+    if r.peek_json_type() != JsonTypes::STRING {
+        return None;
+    }
+    r.read_text().ok().filter(|text| !text.is_empty())
+}
 
 /// An array, whatever its elements.
-struct AnyArray;
-
-/// An instance address `{key, generation}`.
-struct Address;
-
-/// An integer of at least 1.
-struct Generation;
-
-fn invalid<E: de::Error>() -> E {
-    E::custom("not a service call")
+#[inline]
+fn array<'a, P: Kept<'a>>(r: &mut Reader<'a>) -> Option<P> {
+    if r.peek_json_type() != JsonTypes::ARRAY {
+        return None;
+    }
+    P::take(r)
 }
 
-impl<'de> Deserialize<'de> for CallShape {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = CallShape;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a service call")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallShape, A::Error> {
-                let (mut service_id, mut member, mut args, mut instance) = (false, false, false, false);
-                while let Some(key) = map.next_key::<&str>()? {
-                    let seen = match key {
-                        "serviceId" => {
-                            map.next_value::<Id>()?;
-                            &mut service_id
-                        }
-                        "member" => {
-                            map.next_value::<Id>()?;
-                            &mut member
-                        }
-                        "args" => {
-                            map.next_value::<AnyArray>()?;
-                            &mut args
-                        }
-                        "instance" => {
-                            map.next_value::<Address>()?;
-                            &mut instance
-                        }
-                        _ => return Err(invalid()),
-                    };
-                    if std::mem::replace(seen, true) {
-                        return Err(invalid());
-                    }
-                }
-                if service_id && member && args {
-                    Ok(CallShape)
-                } else {
-                    Err(invalid())
-                }
-            }
-        }
-        deserializer.deserialize_map(V)
+/// An instance address `{key, generation}` (`key` a non-empty text, `generation` an integer of
+/// at least 1, `2.0` included as JavaScript numbers count it).
+fn address<'a, P: Kept<'a>>(r: &mut Reader<'a>) -> Option<P> {
+    if r.peek_json_type() != JsonTypes::OBJECT {
+        return None;
     }
-}
-
-impl<'de> Deserialize<'de> for Id {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Id;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a non-empty text")
+    let mut probe = r.clone();
+    let entries = probe.enter_map().ok()?;
+    let (mut key, mut generation) = (false, false);
+    for _ in 0..entries {
+        let fresh = match probe.read_key_bytes().ok()? {
+            b"key" => {
+                id(&mut probe)?;
+                !std::mem::replace(&mut key, true)
             }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Id, E> {
-                if text.is_empty() {
-                    Err(invalid())
-                } else {
-                    Ok(Id)
+            b"generation" => {
+                if probe.peek_json_type() != JsonTypes::NUMBER {
+                    return None;
                 }
+                let n = probe.read_number().ok()?;
+                if !(n >= 1.0 && n.fract() == 0.0) {
+                    return None;
+                }
+                !std::mem::replace(&mut generation, true)
             }
+            _ => false,
+        };
+        if !fresh {
+            return None;
         }
-        deserializer.deserialize_str(V)
     }
-}
-
-impl<'de> Deserialize<'de> for AnyArray {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = AnyArray;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AnyArray, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(AnyArray)
-            }
-        }
-        deserializer.deserialize_seq(V)
+    if !(key && generation) {
+        return None;
     }
-}
-
-impl<'de> Deserialize<'de> for Address {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Address;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an instance address")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Address, A::Error> {
-                let (mut key, mut generation) = (false, false);
-                while let Some(name) = map.next_key::<&str>()? {
-                    let seen = match name {
-                        "key" => {
-                            map.next_value::<Id>()?;
-                            &mut key
-                        }
-                        "generation" => {
-                            map.next_value::<Generation>()?;
-                            &mut generation
-                        }
-                        _ => return Err(invalid()),
-                    };
-                    if std::mem::replace(seen, true) {
-                        return Err(invalid());
-                    }
-                }
-                if key && generation {
-                    Ok(Address)
-                } else {
-                    Err(invalid())
-                }
-            }
-        }
-        deserializer.deserialize_map(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Generation {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Generation;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer of at least 1")
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Generation, E> {
-                if n >= 1 {
-                    Ok(Generation)
-                } else {
-                    Err(invalid())
-                }
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Generation, E> {
-                if n >= 1 {
-                    Ok(Generation)
-                } else {
-                    Err(invalid())
-                }
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Generation, E> {
-                // JavaScript numbers: 2.0 is the integer 2.
-                if n >= 1.0 && n.fract() == 0.0 {
-                    Ok(Generation)
-                } else {
-                    Err(invalid())
-                }
-            }
-        }
-        deserializer.deserialize_any(V)
-    }
+    P::take(r)
 }
 
 #[cfg(test)]
@@ -196,8 +147,12 @@ mod tests {
 
     use super::*;
 
+    /// Whether `value` is a service call; the check and the parts' walk must agree.
     fn check(value: serde_json::Value) -> bool {
-        is_service_call(&Payload::from_value(&value).expect("a payload"))
+        let call = Payload::from_value(&value).expect("a payload");
+        let shape = is_service_call(&call);
+        assert_eq!(service_call_parts(&call).is_some(), shape, "{value}");
+        shape
     }
 
     #[test]
@@ -208,6 +163,27 @@ mod tests {
         assert!(check(
             json!({"serviceId": "s", "member": "m", "args": [], "instance": {"generation": 2.0, "key": "k"}})
         ));
+    }
+
+    #[test]
+    fn the_parts_are_the_call_s_own() {
+        let payload = |value| Payload::from_value(&value).expect("a payload");
+        // Arguments past the inline length come out as a slice of the call's buffer.
+        let long = "x".repeat(80);
+        let call = payload(json!({
+            "instance": {"key": "k-1", "generation": 3},
+            "member": "echo",
+            "args": [1, {"a": [2]}, long],
+            "serviceId": "demo.echo",
+        }));
+        let parts = service_call_parts(&call).expect("a service call");
+        assert_eq!((parts.service_id, parts.member), ("demo.echo", "echo"));
+        assert_eq!(parts.args, payload(json!([1, {"a": [2]}, long])));
+        assert_eq!((parts.args.depth(), parts.args.widest_container()), (3, 3));
+        assert_eq!(parts.instance, Some(payload(json!({"key": "k-1", "generation": 3}))));
+        let short = payload(json!({"serviceId": "s", "member": "m", "args": []}));
+        let parts = service_call_parts(&short).expect("a service call");
+        assert_eq!((parts.args.as_cbor(), parts.instance), (&[0x80][..], None));
     }
 
     #[test]
@@ -229,5 +205,16 @@ mod tests {
         ));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "", "generation": 1}})));
         assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": null})));
+        assert!(!check(json!({"member": "m", "args": []})));
+        assert!(!check(json!({"serviceId": "s", "args": []})));
+        assert!(!check(json!({"serviceId": "s", "member": ["m"], "args": []})));
+        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": []})));
+        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"generation": 1}})));
+        assert!(!check(
+            json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": "k", "generation": "1"}})
+        ));
+        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [], "instance": {"key": 1, "generation": 1}})));
+        assert!(!check(json!({"serviceId": "s", "member": "m", "args": [],
+            "instance": {"key": "k", "generation": 1, "extra": 1}})));
     }
 }

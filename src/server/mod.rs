@@ -82,7 +82,6 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use compact_str::CompactString;
-use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -96,6 +95,7 @@ mod endpoint;
 #[cfg(feature = "chord")]
 pub use endpoint::{ChordEndpoint, ChordEndpointBuilder, ChordError, ChordService, DEFAULT_MAX_SUBSCRIPTIONS};
 
+use crate::connection::service_call::service_call_parts;
 use crate::connection::{ServerConnection, ServerEvent, ServerOptions};
 use crate::io::{Accept, AcceptOptions, Acceptor, ByteBudget, DriverOptions, ServerDriver};
 use crate::{
@@ -127,19 +127,9 @@ pub struct Call {
 }
 
 impl Call {
-    /// Reads the call's parts from its payload.
+    /// Reads the call's parts from its payload (the walk the connection's shape check makes).
     fn read(call: &Payload) -> Option<Call> {
-        #[derive(Deserialize)]
-        struct Parts<'a> {
-            #[serde(rename = "serviceId", borrow)]
-            service_id: &'a str,
-            #[serde(borrow)]
-            member: &'a str,
-            args: Payload,
-            #[serde(default)]
-            instance: Option<Payload>,
-        }
-        let parts: Parts = call.deserialize().ok()?;
+        let parts = service_call_parts(call)?;
         Some(Call {
             service_id: CompactString::from(parts.service_id),
             member: CompactString::from(parts.member),
@@ -731,7 +721,7 @@ fn is_snapshot(result: &Payload) -> bool {
 /// (without the `chord` feature, the members are not read).
 #[cfg(not(feature = "chord"))]
 fn is_snapshot(result: &Payload) -> bool {
-    #[derive(Deserialize)]
+    #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Shape<'a> {
