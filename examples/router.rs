@@ -24,7 +24,8 @@
 //! `--write-timeout-ms MS`, `--idle-timeout-ms MS`, `--frame-timeout-ms MS`,
 //! `--max-frame-before-hello BYTES`, `--max-client-queue-bytes BYTES`,
 //! `--max-upstream-queue-bytes BYTES`, `--max-total-queue-bytes BYTES`,
-//! `--max-in-flight-per-shared-upstream N`, `--max-held-bytes BYTES`.
+//! `--max-in-flight-per-shared-upstream N`, `--max-held-bytes BYTES`, and the example's own
+//! `--max-partial-frame-bytes BYTES`.
 //!
 //! The first line on stdout is `listening on ADDR` (or `PATH`), printed once every shared
 //! upstream has answered its handshake; after it, one JSON object a line per router event
@@ -43,6 +44,11 @@
 //! takes them first come, first served, so connections are served round robin in turns of 32
 //! messages, and a flooding client delays another's message by at most one turn of its own.
 //! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
+//! The bytes each reader holds of frames not yet decoded (a frame partly received) are charged
+//! to one [`ByteBudget`] for every connection (`--max-partial-frame-bytes`, 256 MiB): a
+//! connection whose read would take the sum past it is closed at once
+//! ([`CloseReason::BudgetExceeded`]), so N connections that each start a long frame and stop
+//! hold at most that much together.
 //! Subscriptions on shared upstreams are told apart with the `$chord.service` convention:
 //! `subscribe` and `unsubscribe` take the subscription id as their first argument, read from
 //! the call's bytes without building the whole call, and only for calls up to 64 KiB.
@@ -62,7 +68,8 @@ use pi_protocol::connection::{
     RouterEvent, RouterOptions, Transmit, UpstreamKey,
 };
 use pi_protocol::io::{
-    Accept, AcceptOptions, AcceptReport, Acceptor, ClientCodec, ConnectionPermit, Error as IoError, ServerCodec,
+    Accept, AcceptOptions, AcceptReport, Acceptor, ByteBudget, ByteCharge, ClientCodec, ConnectionPermit,
+    Error as IoError, ServerCodec,
 };
 use pi_protocol::{
     ClientMessage, ErrorKind, Payload, ProtocolError, Request, Rule, ServerId, ServerMessage, SubscriptionId,
@@ -106,9 +113,13 @@ Bounds (defaults: RouterOptions and AcceptOptions):
   --max-total-queue-bytes BYTES          queued for all connections (1073741824)
   --max-in-flight-per-shared-upstream N  one client's calls on one shared upstream (256)
   --max-held-bytes BYTES                 request ids and targets held for one client (1048576)
+  --max-partial-frame-bytes BYTES        frames partly received, over every connection (268435456)
 
 The first line on stdout is `listening on ADDR`, then one JSON object a line per router event.";
 
+/// The default of `--max-partial-frame-bytes`: the bytes of frames not yet decoded that every
+/// reader together may hold, 256 MiB.
+const PARTIAL_FRAME_BUDGET: usize = 256 * 1024 * 1024;
 /// The bytes of decoded messages that may wait for the router task, over every reader: 64 MiB.
 const INBOUND_BUDGET: usize = 64 * 1024 * 1024;
 /// Decoded messages of one connection that may wait for the router task at once: the router
@@ -179,6 +190,7 @@ struct Args {
     quiet: bool,
     options: RouterOptions,
     accept: AcceptOptions,
+    max_partial_frame_bytes: usize,
 }
 
 /// The arguments, or `None` when `--help` asks for the help.
@@ -192,6 +204,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         quiet: false,
         options: RouterOptions::default(),
         accept: AcceptOptions::default(),
+        max_partial_frame_bytes: PARTIAL_FRAME_BUDGET,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -224,6 +237,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--max-total-queue-bytes" => o.max_total_queue_bytes = number()? as usize,
             "--max-in-flight-per-shared-upstream" => o.max_in_flight_per_shared_upstream = number()? as usize,
             "--max-held-bytes" => o.max_held_bytes = number()? as usize,
+            "--max-partial-frame-bytes" => args.max_partial_frame_bytes = number()? as usize,
             "--help" | "-h" => return Ok(None),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -488,6 +502,8 @@ enum End {
     Io(io::Error),
     Decode(ProtocolError),
     FrameTimeout,
+    /// A read would have taken the partial-frame budget (of this many bytes) past its limit.
+    BudgetExceeded(usize),
 }
 
 /// What the connection tasks tell the task that owns the router.
@@ -530,7 +546,7 @@ impl<M> Connection<M> {
     /// The router closed it: stop reading now; drop the queue at once when the peer does not
     /// read, else let the writer finish it (within the write timeout) and close.
     fn close(self, reason: &CloseReason) {
-        if reason.peer_not_reading() {
+        if reason.drops_queue() {
             self.task.abort();
         }
         drop(self.stop);
@@ -544,6 +560,7 @@ struct Coordinator {
     inputs: mpsc::Sender<Input>,
     progress: mpsc::UnboundedSender<Progress>,
     inbound: Arc<Semaphore>,
+    partial: ByteBudget,
     alive: mpsc::Sender<()>,
     upstream_addresses: Vec<Address>,
     shared: bool,
@@ -579,6 +596,7 @@ impl Coordinator {
             inputs,
             progress,
             inbound: Arc::new(Semaphore::new(INBOUND_BUDGET)),
+            partial: ByteBudget::new(args.max_partial_frame_bytes),
             alive,
             upstream_addresses: args.upstreams.clone(),
             shared: args.shared,
@@ -603,7 +621,12 @@ impl Coordinator {
 
     fn reader_options(&self) -> ReaderOptions {
         let options = self.router.options();
-        ReaderOptions { frame_timeout: options.frame_timeout, max_before_hello: None, inbound: self.inbound.clone() }
+        ReaderOptions {
+            frame_timeout: options.frame_timeout,
+            max_before_hello: None,
+            inbound: self.inbound.clone(),
+            partial: self.partial.charge(),
+        }
     }
 
     /// Registers an upstream (dedicated to `owner`, or shared) and connects it in the background.
@@ -659,6 +682,7 @@ impl Coordinator {
                 End::Io(e) => self.router.client_transport_failed(client, &e),
                 End::Decode(e) => self.router.client_decode_failed(client, e),
                 End::FrameTimeout => self.router.client_frame_timed_out(client),
+                End::BudgetExceeded(limit) => self.router.client_budget_exceeded(client, limit),
             },
             Input::FromUpstream(upstream, message, _budget) => self.router.upstream_message(upstream, message),
             Input::UpstreamEnded(upstream, end) => match end {
@@ -669,6 +693,7 @@ impl Coordinator {
                 }
                 End::Decode(e) => self.router.upstream_decode_failed(upstream, e),
                 End::FrameTimeout => self.router.upstream_frame_timed_out(upstream),
+                End::BudgetExceeded(limit) => self.router.upstream_budget_exceeded(upstream, limit),
             },
         }
     }
@@ -834,7 +859,7 @@ impl Coordinator {
 }
 
 /// A short name of a close reason for the event lines: `local`, `peer_closed`, `transport`,
-/// `timeout_handshake`, `too_slow`, ...
+/// `timeout_handshake`, `too_slow`, `budget_exceeded`, ...
 fn reason_kind(reason: &CloseReason) -> String {
     match reason {
         CloseReason::Local => "local".to_owned(),
@@ -845,6 +870,7 @@ fn reason_kind(reason: &CloseReason) -> String {
         CloseReason::Violation(_) => "violation".to_owned(),
         CloseReason::TransmitQueueFull { .. } => "too_slow".to_owned(),
         CloseReason::Timeout(deadline) => format!("timeout_{deadline:?}").to_lowercase(),
+        CloseReason::BudgetExceeded { .. } => "budget_exceeded".to_owned(),
         _ => "other".to_owned(),
     }
 }
@@ -880,6 +906,8 @@ struct ReaderOptions {
     /// The frame limit until the first message decoded (clients: before their `hello`).
     max_before_hello: Option<usize>,
     inbound: Arc<Semaphore>,
+    /// This reader's share of the budget for frames not yet decoded.
+    partial: ByteCharge,
 }
 
 /// Reads and decodes frames until the stream ends, passing each message on once the inbound
@@ -887,7 +915,7 @@ struct ReaderOptions {
 async fn read_loop<C, M, K>(
     mut reader: Reader,
     mut codec: C,
-    options: ReaderOptions,
+    mut options: ReaderOptions,
     inputs: mpsc::Sender<Input>,
     bytes_of: fn(&M) -> usize,
     key: K,
@@ -941,6 +969,9 @@ async fn read_loop<C, M, K>(
                 Err(e) => break 'read End::Io(io::Error::other(e.to_string())),
             }
         }
+        // What is left is a frame partly received: its bytes stay charged (a decoded message
+        // holds its own bytes under the inbound budget).
+        options.partial.lower_to(buf.len());
         if buf.is_empty() {
             frame_started = None;
         } else if decoded || frame_started.is_none() {
@@ -960,6 +991,7 @@ async fn read_loop<C, M, K>(
         match result {
             Ok(0) if buf.is_empty() => break End::PeerClosed,
             Ok(0) => break End::Decode(ProtocolError::new(ErrorKind::Frame, Rule::TruncatedFrame)),
+            Ok(_) if !options.partial.set(buf.len()) => break End::BudgetExceeded(options.partial.limit()),
             Ok(_) => {}
             Err(e) => break End::Io(e),
         }

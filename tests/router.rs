@@ -1023,6 +1023,33 @@ fn rule11_a_client_past_its_queue_budget_is_closed_at_once_and_its_queue_dropped
 }
 
 #[test]
+fn rule11_a_connection_past_its_driver_s_budget_is_closed_and_its_queue_dropped() {
+    let (mut h, _) = timed(RouterOptions::default());
+    let upstream = h.shared(A);
+    let (client, other) = (h.client(), h.client());
+    h.send(client, request("1", server_target(A), Payload::null()));
+    h.send(other, request("1", server_target(A), Payload::null()));
+    h.router.upstream_message(upstream, success("req-1", Some(blob(100))));
+    h.router.upstream_message(upstream, success("req-2", Some(blob(100))));
+    let queued = h.router.client_queued_bytes(client);
+    assert!(queued > 100, "{queued}");
+    h.router.client_budget_exceeded(client, 4096);
+    let out = h.unwritten();
+    assert_eq!(out.len(), 1, "only the other client's answer stays: {out:?}");
+    assert!(matches!(out[0], Transmit::ToClient { client: to, .. } if to == other), "{out:?}");
+    assert_eq!(closed_client(&h.events()), vec![(client, CloseReason::BudgetExceeded { limit: 4096 })]);
+    assert!(CloseReason::BudgetExceeded { limit: 4096 }.drops_queue());
+    assert!(!CloseReason::BudgetExceeded { limit: 4096 }.peer_not_reading());
+    assert!(!CloseReason::PeerClosed.drops_queue());
+    assert_eq!(h.router.client_queued_bytes(client), 0);
+    // An upstream past it fails what it holds.
+    h.send(other, request("2", server_target(A), Payload::null()));
+    h.router.upstream_budget_exceeded(upstream, 8192);
+    assert_eq!(closed_upstream(&h.events()), vec![(upstream, CloseReason::BudgetExceeded { limit: 8192 }, 1)]);
+    assert_eq!(h.router.upstream_queued_bytes(upstream), 0);
+}
+
+#[test]
 fn rule11_an_upstream_past_its_queue_budget_is_closed_and_its_requests_fail() {
     let (mut h, _) = timed(RouterOptions::default().max_upstream_queue_bytes(4000));
     let upstream = h.shared(A);

@@ -290,6 +290,46 @@ fn a_frame_begun_after_hello_must_finish_within_the_frame_timeout() {
     assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(5), "{took:?}");
 }
 
+/// Clients that each begin a long frame after hello and stop share one budget for what the
+/// router holds of frames not yet decoded: the one whose bytes would pass it is closed at
+/// once, the others wait for their frame deadline, and the router's memory stays near the budget.
+#[test]
+fn frames_partly_received_share_one_process_wide_budget() {
+    const BUDGET: usize = 8 << 20;
+    const EACH: usize = 3 << 20;
+    let upstream = fake_upstream(Fake::Answering);
+    let budget = BUDGET.to_string();
+    let router = RouterProcess::start(
+        &upstream,
+        &["--max-partial-frame-bytes", &budget, "--frame-timeout-ms", "3000", "--shared"],
+        &[],
+    );
+    let rss_before = router.rss_kib();
+    let body = vec![0x61u8; EACH];
+    // Four clients of 3 MiB each against 8 MiB: two fit, the third passes the budget.
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let (mut stream, reader) = client(&router.address);
+        stream.write_all(&(16u32 << 20).to_be_bytes()).unwrap();
+        let _ = stream.write_all(&body);
+        clients.push((stream, reader));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let closed = router.wait_for(|l| l["event"] == "client_closed");
+    let grown = router.rss_kib().saturating_sub(rss_before);
+    eprintln!("partial frames: 4 x 3 MiB against 8 MiB: first close {closed}; RSS +{grown} KiB");
+    assert_eq!(closed["kind"], "budget_exceeded", "{closed}");
+    assert!(grown < 24 * 1024, "+{grown} KiB");
+    // The rest end at their frame deadline, and the budget is whole again for new clients.
+    let later: Vec<Value> = (0..3).map(|_| router.wait_for(|l| l["event"] == "client_closed")).collect();
+    let kinds: Vec<&str> = later.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "timeout_frame").count(), 2, "{kinds:?}");
+    drop(clients);
+    let (mut stream, mut reader) = client(&router.address);
+    write_client_message(&mut stream, &request("after", A, call("ping", json!([])))).unwrap();
+    assert_eq!(answer(reader.read_message().unwrap().unwrap()), ("after".to_owned(), None));
+}
+
 /// A client that asks for answers and never reads them is closed once its queue passes its
 /// budget, and what was queued is dropped: it can read only what the kernel buffered.
 #[test]

@@ -155,9 +155,10 @@ pub enum CloseReason {
     /// A deadline passed (the handshake did not complete in time, a peer stopped reading, ...):
     /// see [`Deadline`].
     Timeout(Deadline),
-    /// Server side: the connection held more bytes than its byte budget allows (`limit`, in
-    /// bytes: a per-connection or process-wide budget a driver enforces,
-    /// [`ServerConnection::exceeded_budget`]); what was queued for it was dropped.
+    /// The connection held more bytes than its byte budget allows (`limit`, in bytes: a
+    /// per-connection or process-wide budget a driver enforces,
+    /// [`ServerConnection::exceeded_budget`], [`Router::client_budget_exceeded`],
+    /// [`Router::upstream_budget_exceeded`]); what was queued for it was dropped.
     BudgetExceeded {
         /// The budget, in bytes.
         limit: usize,
@@ -171,6 +172,14 @@ impl CloseReason {
     #[must_use]
     pub fn peer_not_reading(&self) -> bool {
         matches!(self, CloseReason::TransmitQueueFull { .. } | CloseReason::Timeout(Deadline::Write))
+    }
+
+    /// Whether what is queued for the peer is dropped and its transport closed without
+    /// flushing: the peer stopped reading ([`peer_not_reading`](Self::peer_not_reading)), or
+    /// held more than its byte budget ([`CloseReason::BudgetExceeded`]).
+    #[must_use]
+    pub fn drops_queue(&self) -> bool {
+        self.peer_not_reading() || matches!(self, CloseReason::BudgetExceeded { .. })
     }
 }
 

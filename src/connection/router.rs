@@ -128,9 +128,13 @@
 //!     ([`client_written`](Router::client_written), [`upstream_written`](Router::upstream_written)).
 //!     A connection whose queue would pass [`RouterOptions::max_client_queue_bytes`] or
 //!     [`RouterOptions::max_upstream_queue_bytes`] is closed instead, at once, and its queue
-//!     dropped ([`CloseReason::TransmitQueueFull`]; [`CloseReason::peer_not_reading`] tells the
+//!     dropped ([`CloseReason::TransmitQueueFull`]; [`CloseReason::drops_queue`] tells the
 //!     driver to drop rather than write); past [`RouterOptions::max_total_queue_bytes`] for all
-//!     connections together, the connection with the longest queue is. The ids and targets held
+//!     connections together, the connection with the longest queue is. What the driver holds
+//!     itself (a frame partly received) it charges to a budget of its own
+//!     ([`ByteBudget`](crate::io::ByteBudget) with the `tokio` feature) and reports one past it
+//!     ([`client_budget_exceeded`](Router::client_budget_exceeded),
+//!     [`upstream_budget_exceeded`](Router::upstream_budget_exceeded)). The ids and targets held
 //!     for a client's requests in flight are bounded by [`RouterOptions::max_held_bytes`], its
 //!     requests on one shared upstream by [`RouterOptions::max_in_flight_per_shared_upstream`]
 //!     and an upstream's by [`RouterOptions::upstream_max_in_flight`] (refused
@@ -317,8 +321,9 @@ pub enum RouterEvent {
         /// [`CloseReason::Transport`] after [`Router::client_transport_failed`],
         /// [`CloseReason::UnsupportedVersion`], [`CloseReason::Violation`],
         /// [`CloseReason::Timeout`] (a deadline of rule 10) or
-        /// [`CloseReason::TransmitQueueFull`] (a byte budget of rule 11). When
-        /// [`CloseReason::peer_not_reading`] holds, drop what is queued for it instead of
+        /// [`CloseReason::TransmitQueueFull`] or [`CloseReason::BudgetExceeded`] (a byte budget
+        /// of rule 11). When
+        /// [`CloseReason::drops_queue`] holds, drop what is queued for it instead of
         /// writing it.
         reason: CloseReason,
     },
@@ -339,8 +344,9 @@ pub enum RouterEvent {
         /// Why: [`CloseReason::Local`] after [`Router::disconnect_upstream`] or when its client
         /// left, [`CloseReason::PeerClosed`] or [`CloseReason::Transport`] when its transport
         /// ended, [`CloseReason::Rejected`] for a `hello_error`, [`CloseReason::Violation`],
-        /// [`CloseReason::Timeout`] or [`CloseReason::TransmitQueueFull`] (rules 10 and 11; drop
-        /// its queue when [`CloseReason::peer_not_reading`] holds).
+        /// [`CloseReason::Timeout`], [`CloseReason::TransmitQueueFull`] or
+        /// [`CloseReason::BudgetExceeded`] (rules 10 and 11; drop
+        /// its queue when [`CloseReason::drops_queue`] holds).
         reason: CloseReason,
         /// How many pending requests were answered with [`RouterOptions::server_departed`].
         failed: usize,
@@ -645,6 +651,13 @@ impl Router {
         self.close_client(client, CloseReason::Timeout(Deadline::Frame));
     }
 
+    /// The client held more than a byte budget of `limit` bytes allows (its driver enforces it:
+    /// a partly received frame past a process-wide budget, say): closes it with
+    /// [`CloseReason::BudgetExceeded`], dropping what was queued for it.
+    pub fn client_budget_exceeded(&mut self, client: ClientKey, limit: usize) {
+        self.close_client(client, CloseReason::BudgetExceeded { limit });
+    }
+
     /// The driver wrote `bytes` of what was queued for the client (the sum of
     /// [`Transmit::queued_bytes`] of the messages written): they leave its queue budget, and
     /// its write deadline starts over (rule 11). Ignored for a closed or unknown client.
@@ -747,6 +760,12 @@ impl Router {
     /// closes it with [`Deadline::Frame`].
     pub fn upstream_frame_timed_out(&mut self, upstream: UpstreamKey) {
         self.close_upstream(upstream, CloseReason::Timeout(Deadline::Frame));
+    }
+
+    /// The upstream held more than a byte budget of `limit` bytes allows: as
+    /// [`client_budget_exceeded`](Self::client_budget_exceeded).
+    pub fn upstream_budget_exceeded(&mut self, upstream: UpstreamKey, limit: usize) {
+        self.close_upstream(upstream, CloseReason::BudgetExceeded { limit });
     }
 
     /// The driver wrote `bytes` of what was queued for the upstream: as
@@ -1000,7 +1019,7 @@ impl Router {
         // What is queued leaves the budgets now: dropped by the driver at once when the client
         // does not read, written within the write timeout otherwise (rule 11).
         self.total_queued -= std::mem::take(&mut c.queue).bytes;
-        if reason.peer_not_reading() {
+        if reason.drops_queue() {
             self.transmits.retain(|t| !matches!(t, Transmit::ToClient { client: to, .. } if *to == client));
         }
         self.events.push_back(RouterEvent::ClientClosed { client, reason });
@@ -1360,7 +1379,7 @@ impl Router {
     fn close_upstream(&mut self, upstream: UpstreamKey, reason: CloseReason) {
         let Some(u) = self.upstreams.remove(&upstream) else { return };
         self.total_queued -= u.queue.bytes;
-        if reason.peer_not_reading() {
+        if reason.drops_queue() {
             self.transmits.retain(|t| !matches!(t, Transmit::ToUpstream { upstream: to, .. } if *to == upstream));
         }
         match (u.owner, &u.server_id) {

@@ -35,8 +35,8 @@ pub mod unix;
 
 #[cfg(feature = "tokio")]
 pub use self::tokio::{
-    ByteBudget, ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec, ServerDriver,
-    DEFAULT_FRAME_TIMEOUT, DEFAULT_WRITE_TIMEOUT,
+    ByteBudget, ByteCharge, ClientCodec, ClientDriver, Driver, DriverOptions, Endpoint, MessageCodec, ServerCodec,
+    ServerDriver, DEFAULT_FRAME_TIMEOUT, DEFAULT_WRITE_TIMEOUT,
 };
 #[cfg(feature = "tokio")]
 pub use accept::{

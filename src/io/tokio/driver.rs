@@ -4,8 +4,6 @@
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -15,6 +13,8 @@ use tokio_util::io::poll_read_buf;
 
 use crate::connection::options::option_setters;
 use crate::connection::{ClientConnection, ClientEvent, Deadline, ServerConnection, ServerEvent};
+
+use super::budget::{ByteBudget, ByteCharge};
 
 /// The default of [`DriverOptions::read_chunk`]: 4 KiB.
 const DEFAULT_READ_CHUNK: usize = 4 * 1024;
@@ -27,79 +27,6 @@ pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default of [`DriverOptions::write_timeout`]: 30 s.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A byte budget shared by many connections (docs/PROTOCOL.md section 8, "Deadlines and
-/// budgets"): every [`Driver`] of a server connection given it ([`DriverOptions::budget`])
-/// charges the bytes its connection holds for its peer ([`ServerConnection::held_bytes`]: the
-/// transmit queue, a partly received frame, the ids of calls in flight), and a connection whose
-/// charge would take the sum past the limit is closed at once, its queue dropped
-/// ([`CloseReason::BudgetExceeded`](crate::CloseReason::BudgetExceeded)). So N connections
-/// hold at most `limit` bytes together, beyond each one's fixed cost (its read buffer,
-/// [`DriverOptions::read_chunk`], and its state).
-///
-/// Cloning gives another handle on the same budget.
-///
-/// ```
-/// use pi_protocol::io::ByteBudget;
-/// let budget = ByteBudget::new(1 << 20);
-/// assert_eq!((budget.limit(), budget.used()), (1 << 20, 0));
-/// assert_eq!(budget.clone(), budget);
-/// ```
-#[derive(Debug, Clone)]
-pub struct ByteBudget {
-    inner: Arc<BudgetInner>,
-}
-
-#[derive(Debug)]
-struct BudgetInner {
-    limit: usize,
-    used: AtomicUsize,
-}
-
-impl ByteBudget {
-    /// A budget of `limit` bytes, none used.
-    #[must_use]
-    pub fn new(limit: usize) -> Self {
-        ByteBudget { inner: Arc::new(BudgetInner { limit, used: AtomicUsize::new(0) }) }
-    }
-
-    /// The limit, in bytes.
-    pub fn limit(&self) -> usize {
-        self.inner.limit
-    }
-
-    /// The bytes charged now, by every connection together.
-    pub fn used(&self) -> usize {
-        self.inner.used.load(Ordering::Relaxed)
-    }
-
-    /// Charges `bytes` more: `false` (nothing charged) when that would pass the limit.
-    fn charge(&self, bytes: usize) -> bool {
-        let mut used = self.inner.used.load(Ordering::Relaxed);
-        loop {
-            let Some(total) = used.checked_add(bytes).filter(|total| *total <= self.inner.limit) else {
-                return false;
-            };
-            match self.inner.used.compare_exchange_weak(used, total, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(now) => used = now,
-            }
-        }
-    }
-
-    fn release(&self, bytes: usize) {
-        self.inner.used.fetch_sub(bytes, Ordering::Relaxed);
-    }
-}
-
-impl PartialEq for ByteBudget {
-    /// Two handles are equal when they share one budget.
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
-impl Eq for ByteBudget {}
 
 /// How a [`Driver`] uses its transport: its buffers, and the transport's deadlines and byte
 /// budget (docs/PROTOCOL.md section 8, "Deadlines and budgets"), which apply to a
@@ -400,7 +327,7 @@ pub struct Driver<IO, C> {
     /// earliest.
     timers: Timers,
     /// What this connection charged to the shared byte budget.
-    charge: Charge,
+    charge: Option<ByteCharge>,
 }
 
 /// The transport's deadlines of one connection, and the one timer that wakes for the earliest
@@ -416,21 +343,6 @@ struct Timers {
     write: Option<Instant>,
     /// When a byte was last read or written (kept only with an idle timeout).
     last_activity: Option<Instant>,
-}
-
-/// The bytes one connection charged to a [`ByteBudget`], given back when the driver goes.
-#[derive(Debug, Default)]
-struct Charge {
-    budget: Option<ByteBudget>,
-    charged: usize,
-}
-
-impl Drop for Charge {
-    fn drop(&mut self) {
-        if let Some(budget) = &self.budget {
-            budget.release(self.charged);
-        }
-    }
 }
 
 /// The time now on tokio's clock (virtual under a paused clock), as a std instant.
@@ -499,7 +411,7 @@ where
     pub fn with_options(io: IO, connection: C, options: DriverOptions) -> Self {
         let keeps = connection.keeps_deadlines();
         let timers = Timers { last_activity: (keeps && options.idle_timeout.is_some()).then(now), ..Timers::default() };
-        let charge = Charge { budget: if keeps { options.budget.clone() } else { None }, charged: 0 };
+        let charge = if keeps { options.budget.as_ref().map(ByteBudget::charge) } else { None };
         Driver {
             timers,
             charge,
@@ -637,23 +549,14 @@ where
     /// Charges what the connection holds to the byte budget: `true` when that passed the budget,
     /// and the connection was told so (it is closing and dropped its queue).
     fn account(&mut self) -> bool {
-        let Some(budget) = &self.charge.budget else { return false };
-        let held = self.connection.held_bytes();
-        let charged = self.charge.charged;
-        if held <= charged {
-            budget.release(charged - held);
-            self.charge.charged = held;
+        let Some(charge) = &mut self.charge else { return false };
+        if charge.set(self.connection.held_bytes()) {
             return false;
         }
-        if budget.charge(held - charged) {
-            self.charge.charged = held;
-            return false;
-        }
-        let limit = budget.limit();
+        let limit = charge.limit();
         self.connection.exceeded_budget(limit);
-        let held = self.connection.held_bytes().min(charged);
-        budget.release(charged - held);
-        self.charge.charged = held;
+        // Closing dropped the queue: the charge falls to what is still held.
+        charge.lower_to(self.connection.held_bytes());
         true
     }
 
