@@ -8,7 +8,8 @@
 //! The reader is split by job: `head.rs` holds the grammar (the table of initial bytes and the
 //! head primitives, with the short-text, float and depth rules), this file the typed reads and
 //! peeks built on them, `skip.rs` the iterative walk that validates a whole item, `plain.rs`
-//! the fast acceptance of small plain items in front of the walk, and `text.rs` the UTF-8 and
+//! the fast acceptance of small plain items in front of the walk, `words.rs` the word-at-a-time
+//! string heads and key fingerprints both walkers compare keys by, and `text.rs` the UTF-8 and
 //! ASCII checks of text bodies (the crate's one `unsafe` block).
 
 use bytes::Bytes;
@@ -23,12 +24,13 @@ mod skip;
 #[cfg(test)]
 mod tests;
 mod text;
+mod words;
 
 pub use crate::number::MAX_SAFE_INTEGER;
 pub(crate) use head::major;
 use head::HEADS;
-pub(crate) use skip::FINGERPRINT_SPREAD;
 pub(crate) use text::{is_utf8, owned_text, utf8_str, HIGH_BITS};
+pub(crate) use words::FINGERPRINT_SPREAD;
 
 /// Statistics of a skipped item: how deep it nests below itself and its widest container.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

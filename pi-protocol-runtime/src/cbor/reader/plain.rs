@@ -3,8 +3,8 @@
 //! walk of `skip.rs`.
 
 use super::head::{short_text, Class, FLOAT64, HEADS, SHORT_TEXT_HEAD, SMALL_CONTAINER};
-use super::skip::{head_word, key_fingerprint, low_bytes, FINGERPRINT_SPREAD, LOW_BYTES};
 use super::text::{is_ascii_text, HIGH_BITS};
+use super::words::{head_word, key_fingerprint, low_bytes, FINGERPRINT_SPREAD, LOW_BYTES};
 use super::{ItemShape, Reader};
 use crate::number::is_encodable_number;
 
