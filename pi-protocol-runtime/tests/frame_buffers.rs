@@ -26,7 +26,12 @@ fn check_growth(stream: &[u8], step: usize) {
                     delivered += 1;
                 }
             } else {
-                decoder.push_with(chunk, |_, _| Ok(delivered += 1)).unwrap();
+                decoder
+                    .push_with(chunk, |_, _| {
+                        delivered += 1;
+                        Ok(())
+                    })
+                    .unwrap();
             }
             let arrived = ((i + 1) * step).min(total);
             if arrived < total {
@@ -57,7 +62,12 @@ fn a_small_buffer_is_kept_for_the_next_split_frame_and_a_large_one_freed() {
         decoder.push_with(head, |_, _| panic!("not complete yet")).unwrap();
         assert!(decoder.has_partial());
         let mut seen = 0;
-        decoder.push_with(tail, |payload, offset| Ok(seen += payload.len() + offset as usize)).unwrap();
+        decoder
+            .push_with(tail, |payload, offset| {
+                seen += payload.len() + offset as usize;
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(seen, payload_len);
         assert!(!decoder.has_partial());
         if kept {
