@@ -55,7 +55,7 @@ fn a_split_frame_is_buffered_within_twice_what_arrived_and_never_past_its_length
 
 #[test]
 fn a_small_buffer_is_kept_for_the_next_split_frame_and_a_large_one_freed() {
-    for (payload_len, kept) in [(1_000, true), (200_000, false)] {
+    for (payload_len, kept) in [(1_000, true), (30_000, true), (200_000, false)] {
         let stream = frame(payload_len);
         let (head, tail) = stream.split_at(stream.len() / 2);
         let mut decoder = FrameDecoder::new();
@@ -109,4 +109,33 @@ fn a_header_over_the_limit_later_in_the_chunk_wins_at_its_offset() {
 fn the_configured_limit_reads_back() {
     assert_eq!(FrameDecoder::with_max_frame_length(1_234).unwrap().max_frame_length(), 1_234);
     assert_eq!(FrameDecoder::new().max_frame_length(), LIMIT);
+}
+
+/// A header split after its first byte, of an empty frame that another frame follows in the
+/// same chunk: the buffer takes exactly the header's three missing bytes, and both frames come
+/// out, in both feeding styles.
+#[test]
+fn a_split_header_takes_only_its_own_missing_bytes() {
+    let stream = [frame(0), frame(3)].concat();
+    for pull in [false, true] {
+        let mut decoder = FrameDecoder::new();
+        let mut lengths = Vec::new();
+        for chunk in [&stream[..1], &stream[1..]] {
+            if pull {
+                let mut frames = decoder.frames(chunk);
+                while let Some(frame) = frames.next_frame() {
+                    lengths.push(frame.unwrap().0.len());
+                }
+            } else {
+                decoder
+                    .push_with(chunk, |payload, _| {
+                        lengths.push(payload.len());
+                        Ok(())
+                    })
+                    .unwrap();
+            }
+        }
+        assert_eq!(lengths, [0, 3], "pull: {pull}");
+        decoder.end().unwrap();
+    }
 }
