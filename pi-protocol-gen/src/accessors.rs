@@ -15,6 +15,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::model::{Field, Model, Shape, TypeExpr, TypeKind, Union, VariantKind};
+use crate::rust_type::type_tokens;
 
 /// Names an accessor may not take: the inherent and trait methods generated types already
 /// answer to, which an accessor would shadow or collide with.
@@ -129,7 +130,7 @@ fn field_reach(field: &Field) -> Reach {
             (quote!(#name), *boxed)
         }
         TypeExpr::String => (quote!(str), true),
-        _ => (crate::emit::type_tokens(value), false),
+        _ => (type_tokens(value), false),
     };
     let name = format_ident!("{}", field.rust_name);
     let options = usize::from(field.optional) + usize::from(nullable);

@@ -16,6 +16,7 @@ use crate::model::{
     Checks, Dispatch, Field, LiteralValue, Member, Model, Shape, Struct, TypeDef, TypeExpr, TypeKind, Union, Variant,
     VariantKind,
 };
+use crate::rust_type::type_tokens;
 
 /// The widest doc comment line the generator writes, indentation and `/// ` included.
 const DOC_WIDTH: usize = 100;
@@ -610,38 +611,6 @@ fn field_type(field: &Field) -> TokenStream {
         quote!(Option<#ty>)
     } else {
         ty
-    }
-}
-
-/// The Rust type of a shape.
-pub(crate) fn type_tokens(shape: &Shape) -> TokenStream {
-    match &shape.ty {
-        TypeExpr::Named { name, boxed } => {
-            let name = format_ident!("{}", name);
-            if *boxed {
-                quote!(Box<#name>)
-            } else {
-                quote!(#name)
-            }
-        }
-        TypeExpr::String => quote!(String),
-        TypeExpr::Integer => quote!(Integer),
-        TypeExpr::Number => quote!(Number),
-        TypeExpr::Boolean => quote!(bool),
-        TypeExpr::Null => quote!(Null),
-        TypeExpr::Payload => quote!(Payload),
-        TypeExpr::Array(inner) => {
-            let inner = type_tokens(inner);
-            quote!(Vec<#inner>)
-        }
-        TypeExpr::Record(record) => {
-            let values = type_tokens(&record.values);
-            quote!(Record<#values>)
-        }
-        TypeExpr::Nullable(inner) => {
-            let inner = type_tokens(inner);
-            quote!(Option<#inner>)
-        }
     }
 }
 

@@ -60,6 +60,7 @@ mod checks;
 mod decode;
 mod intern;
 mod json;
+mod leaf;
 mod program;
 
 use std::collections::HashMap;

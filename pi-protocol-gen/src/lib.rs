@@ -50,6 +50,8 @@ mod error;
 pub mod interpret;
 pub mod limits;
 pub mod model;
+mod pointer;
+mod rust_type;
 pub mod sample;
 mod schema;
 mod x_rust;

@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
-use crate::schema::escape_pointer;
+use crate::pointer::escape_pointer;
 
 /// The deepest nesting of JSON arrays and objects in a schema document (the root counts as
 /// one level): the deepest `serde_json` parses from text, so

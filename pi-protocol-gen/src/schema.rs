@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{GenError, Result};
 use crate::limits::MAX_MEMBERS;
-use crate::x_rust::{self, Location};
+use crate::pointer::{escape_pointer, unescape_pointer};
+use crate::x_rust::keywords::{self, Location};
 
 /// Every JSON Schema keyword the generator understands, wherever it may appear, besides the
 /// [`TYPED`] ones.
@@ -71,30 +72,6 @@ const OUTSIDE: &[(&str, &str)] = &[
 /// The error for a union, enumeration or object wider than [`MAX_MEMBERS`] at `path`.
 pub(crate) fn too_many(path: String, what: &str) -> GenError {
     GenError::schema(path, format!("more than {MAX_MEMBERS} {what}: split the schema into named parts"))
-}
-
-/// Escapes one JSON pointer segment (RFC 6901: `~` -> `~0`, `/` -> `~1`).
-#[must_use]
-pub fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
-/// Undoes [`escape_pointer`]; `None` for a malformed escape.
-fn unescape_pointer(segment: &str) -> Option<String> {
-    let mut out = String::with_capacity(segment.len());
-    let mut chars = segment.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => out.push('~'),
-                Some('1') => out.push('/'),
-                _ => return None,
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Some(out)
 }
 
 /// A schema and the JSON pointer where it sits. `{}` and `true` (any value) are both
@@ -173,7 +150,7 @@ impl<'a> Node<'a> {
     /// Whether the schema holds nothing but annotations, `$id`/`$defs` and `x-` keywords
     /// (`{}`: any JSON).
     pub(crate) fn is_unconstrained(&self) -> bool {
-        self.keys().all(|k| ANNOTATIONS.contains(&k) || ANYWHERE.contains(&k) || x_rust::is_extension(k))
+        self.keys().all(|k| ANNOTATIONS.contains(&k) || ANYWHERE.contains(&k) || keywords::is_extension(k))
     }
 
     /// Fails on the first keyword that is not in `allowed` (annotations, `$id` and `$defs` are
@@ -181,8 +158,8 @@ impl<'a> Node<'a> {
     /// and on `x-` keywords not supported at `location`.
     pub(crate) fn allow(&self, allowed: &[&str], location: Location, what: &str) -> Result<()> {
         for key in self.keys() {
-            if x_rust::is_extension(key) {
-                x_rust::check_allowed(self, key, location)?;
+            if keywords::is_extension(key) {
+                keywords::check_allowed(key, location).map_err(|message| GenError::schema(self.at(key), message))?;
             } else if !allowed.contains(&key) && !ANNOTATIONS.contains(&key) && !ANYWHERE.contains(&key) {
                 let message = if let Some((_, instead)) = OUTSIDE.iter().find(|(k, _)| *k == key) {
                     format!("keyword outside the schema language: {instead}")
@@ -322,13 +299,6 @@ impl<'a> References<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pointer_segments_round_trip() {
-        assert_eq!(escape_pointer("a/b~c"), "a~1b~0c");
-        assert_eq!(unescape_pointer("a~1b~0c").as_deref(), Some("a/b~c"));
-        assert_eq!(unescape_pointer("a~2"), None);
-    }
 
     #[test]
     fn references_resolve_by_pointer_and_by_id() {

@@ -20,39 +20,23 @@
 //! `HelloError`), any other variant after the type it wraps. Without `x-client-message` and
 //! `x-server-message` the message types are the definitions named `ClientMessage` and
 //! `ServerMessage`. Any other `x-` keyword, or one in the wrong place, is an error.
+//!
+//! Two halves: [`keywords`] holds the table of keywords and where each may appear, which
+//! [`Node::allow`] consults for every `x-` key while reading the document (it needs no schema
+//! node, so the reading layer depends on it and not on this module); the functions here read
+//! the keywords' values from schema nodes.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::error::{GenError, Result};
+use crate::pointer::escape_pointer;
 use crate::schema::Node;
 
-/// The kinds of place a schema object can sit, as far as `x-` keywords care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Location {
-    /// The document root.
-    Root,
-    /// A member of `$defs`.
-    Definition,
-    /// A stored property of an object (not a `const` one).
-    Property,
-    /// A member of a union's `anyOf` or `oneOf`.
-    UnionMember,
-    /// Anywhere else.
-    Other,
-}
+pub(crate) mod keywords;
 
-/// The extension keywords and where each may appear.
-const KEYWORDS: &[(&str, &[Location])] = &[
-    ("x-protocol-version", &[Location::Root]),
-    ("x-limits", &[Location::Root]),
-    ("x-client-message", &[Location::Root]),
-    ("x-server-message", &[Location::Root]),
-    ("x-rust-name", &[Location::Definition, Location::Property, Location::UnionMember, Location::Other]),
-    // A union member that is an inline object is also the definition of its own type.
-    ("x-rust-variant", &[Location::UnionMember, Location::Definition]),
-];
+pub(crate) use keywords::Location;
 
 /// The limit names `x-limits` may set (docs/PROTOCOL.md sections 1 and 2).
 pub const LIMIT_NAMES: &[&str] = &[
@@ -63,20 +47,6 @@ pub const LIMIT_NAMES: &[&str] = &[
     "maxConfigurableDepth",
     "maxConfigurableLength",
 ];
-
-/// Whether `key` is an extension keyword (any `x-` key, supported or not).
-pub(crate) fn is_extension(key: &str) -> bool {
-    key.starts_with("x-")
-}
-
-/// Fails unless extension keyword `key` of `node` is supported at `location`.
-pub(crate) fn check_allowed(node: &Node<'_>, key: &str, location: Location) -> Result<()> {
-    match KEYWORDS.iter().find(|(name, _)| *name == key) {
-        Some((_, places)) if places.contains(&location) => Ok(()),
-        Some(_) => Err(GenError::schema(node.at(key), "extension keyword not allowed here")),
-        None => Err(GenError::schema(node.at(key), "unsupported keyword")),
-    }
-}
 
 /// The `$defs` key an `x-client-message` / `x-server-message` keyword of the root names.
 pub(crate) fn message_type(root: &Node<'_>, keyword: &str) -> Result<Option<String>> {
@@ -108,7 +78,7 @@ pub(crate) fn limits(root: &Node<'_>, keyword: &str) -> Result<BTreeMap<String, 
         return Err(GenError::schema(path, "must be an object of limit name -> integer"));
     };
     for (name, value) in map {
-        let at = format!("{path}/{}", crate::schema::escape_pointer(name));
+        let at = format!("{path}/{}", escape_pointer(name));
         if !LIMIT_NAMES.contains(&name.as_str()) {
             return Err(GenError::schema(at, "unknown limit"));
         }

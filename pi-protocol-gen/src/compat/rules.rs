@@ -422,7 +422,7 @@ impl<'m> Checker<'m> {
 fn member_pointer(member: &Member, struct_pointer: &str) -> String {
     match member {
         Member::Field(f) => f.pointer.clone(),
-        Member::Literal(l) => format!("{struct_pointer}/properties/{}", crate::schema::escape_pointer(&l.key)),
+        Member::Literal(l) => format!("{struct_pointer}/properties/{}", crate::pointer::escape_pointer(&l.key)),
     }
 }
 

@@ -37,7 +37,8 @@ use crate::model::{
     Checks, Dispatch, Field, Literal, LiteralValue, Member, Model, Record, Shape, Struct, TypeDef, TypeExpr, TypeKind,
     Union, Variant, VariantKind,
 };
-use crate::schema::{escape_pointer, too_many, Node, References};
+use crate::pointer::escape_pointer;
+use crate::schema::{too_many, Node, References};
 use crate::x_rust::{self, Location};
 
 mod classify;

@@ -16,7 +16,6 @@
 //! a map, which the reader refuses beyond its depth limit, and a type never holds itself
 //! without one in between (checked when the program is compiled).
 
-pub(super) use super::json::Json;
 use pi_protocol_runtime::{
     key_equals, JsonTypes, LiteralEntry, ProtocolError, Reader, Rule, Scalar, MAX_CONSUMED_ENTRIES,
 };
@@ -24,13 +23,12 @@ use pi_protocol_runtime::{
 use crate::model::LiteralValue;
 
 use super::checks::{check, check_text};
+use super::json::Json;
+use super::leaf::Decoded;
 use super::program::{
     literal_json, literal_matches, CheckTree, DispatchCode, MemberCode, Presence, Program, StructCode, TextChecks, Ty,
     TypeCode, UnionCode, VariantCode,
 };
-
-/// What decoding a value gives: the value as JSON, or the error.
-pub(super) type Decoded<'de> = Result<Json<'de>, ProtocolError>;
 
 /// The rest of a map that an object or a union decodes (the derive's `decode_entries`
 /// arguments): `count` entries still at the reader's cursor, and the literal entries a union
@@ -438,76 +436,6 @@ fn see_literal(
         return Err(ProtocolError::schema(Rule::Literal).at(key));
     }
     Ok(())
-}
-
-/// The decoders of the types that hold no other, as the runtime's `Decode` impls of `String`,
-/// `Integer`, `Number`, `bool`, `Null` and `Payload` read them.
-pub(super) mod leaf {
-    use pi_protocol_runtime::payload::number_value;
-    use pi_protocol_runtime::{Decode, Payload, ProtocolError, Reader, Rule};
-    use serde_json::Value;
-
-    use super::{retype, Decoded, Json};
-
-    /// A leaf type's decoder.
-    pub(in crate::interpret) type Leaf = for<'de> fn(&mut Reader<'de>) -> Decoded<'de>;
-
-    /// A text string.
-    pub(in crate::interpret) fn string<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        Ok(Json::Text(reader.read_text()?))
-    }
-
-    /// A number that is an integer (an integral float64 too), within +-(2^53 - 1).
-    pub(in crate::interpret) fn integer<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        let value = reader.read_number().map_err(|e| retype(e, "integer"))?;
-        if value.fract() != 0.0 {
-            return Err(ProtocolError::schema(Rule::WrongType { expected: "integer" }));
-        }
-        Ok(Json::Value(number_value(value)))
-    }
-
-    /// Any number.
-    pub(in crate::interpret) fn number<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        Ok(Json::Value(number_value(reader.read_number()?)))
-    }
-
-    /// `true` or `false`.
-    pub(in crate::interpret) fn boolean<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        Ok(Json::Value(Value::Bool(reader.read_bool()?)))
-    }
-
-    /// `null`.
-    pub(in crate::interpret) fn null<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        reader.read_null().map(|()| Json::NULL)
-    }
-
-    /// Any strict JSON value, in its wire key order.
-    pub(in crate::interpret) fn payload<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        Ok(Json::Value(Payload::decode(reader)?.to_value()))
-    }
-
-    /// Any strict JSON value, checked as [`payload`] checks it, then dropped (`null` stands in:
-    /// a payload carries no constraint a value could be tested against).
-    pub(in crate::interpret) fn payload_checked<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        Payload::decode(reader).map(|_| Json::NULL)
-    }
-
-    /// Any strict JSON value, checked as [`payload`] checks it and kept as its CBOR bytes (a
-    /// slice of the input), written out as JSON only when the message is serialized.
-    pub(in crate::interpret) fn payload_span<'de>(reader: &mut Reader<'de>) -> Decoded<'de> {
-        let start = reader.position();
-        reader.skip_item()?;
-        Ok(Json::Payload(reader.input_between(start, reader.position())))
-    }
-}
-
-/// A wrong type reported as `expected` (the reader names the JSON type it was asked for).
-fn retype(error: ProtocolError, expected: &'static str) -> ProtocolError {
-    if matches!(error.rule(), Rule::WrongType { .. }) {
-        ProtocolError::schema(Rule::WrongType { expected })
-    } else {
-        error
-    }
 }
 
 /// The capacity to reserve for `count` elements of `T`: all of them, up to

@@ -15,8 +15,8 @@ use pi_protocol_runtime::{JsonTypes, Scalar};
 use crate::error::{GenError, Result};
 use crate::model::{Checks, Dispatch, LiteralValue, Member, Model, Shape, TypeExpr, TypeKind, VariantKind};
 
-use super::decode::leaf::{self, Leaf};
 use super::intern::intern;
+use super::leaf::{self, Leaf};
 
 /// A model compiled for decoding.
 #[derive(Debug)]
