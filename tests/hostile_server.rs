@@ -1,6 +1,8 @@
 //! The issue 18 attacks against `pi_protocol::server::Server`, as bounded tests over loopback
 //! with short real deadlines: each names the bound it measures.
 
+#![cfg(feature = "tokio")]
+
 use std::time::{Duration, Instant};
 
 use pi_protocol::connection::ServerOptions;

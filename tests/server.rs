@@ -2,6 +2,8 @@
 //! up) and TCP loopback: the Session behaviour of the reference server, cancellation, hidden
 //! internal errors, updates before responses, stale-socket replacement, graceful shutdown.
 
+#![cfg(feature = "tokio")]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -9,12 +9,14 @@
 //! `args` and `instance` as payloads that slice the call's buffer (or copy 46 bytes or less).
 //! No value tree is built.
 
-use pi_protocol_runtime::{Decode, JsonTypes, Reader};
+use pi_protocol_runtime::{JsonTypes, Reader};
 
 use crate::Payload;
 
 /// A service call's parts, borrowed from its payload; `P` is what is kept of `args` and
 /// `instance` (a [`Payload`], or `()` when only the shape matters).
+// Without the high-level server only the shape check runs, which reads none of the fields.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Parts<'a, P> {
     /// `serviceId`: not empty.
@@ -28,6 +30,7 @@ pub(crate) struct Parts<'a, P> {
 }
 
 /// A service call's parts with `args` and `instance` as payloads.
+#[cfg(any(feature = "tokio", test))]
 pub(crate) type ServiceCallParts<'a> = Parts<'a, Payload>;
 
 /// What the walk keeps of an item whose shape it has checked.
@@ -45,10 +48,11 @@ impl<'a> Kept<'a> for () {
 }
 
 /// The item as a payload.
+#[cfg(any(feature = "tokio", test))]
 impl<'a> Kept<'a> for Payload {
     #[inline]
     fn take(r: &mut Reader<'a>) -> Option<Payload> {
-        Payload::decode(r).ok()
+        pi_protocol_runtime::Decode::decode(r).ok()
     }
 }
 
@@ -58,6 +62,7 @@ pub(crate) fn is_service_call(call: &Payload) -> bool {
 }
 
 /// The parts of `call`, or `None` when it is not a service call.
+#[cfg(any(feature = "tokio", test))]
 pub(crate) fn service_call_parts(call: &Payload) -> Option<ServiceCallParts<'_>> {
     walk(call)
 }
