@@ -199,7 +199,7 @@ impl Payload {
     /// A strict reader over the payload's bytes, for walking a value of known shape without
     /// serde (docs/PROTOCOL.md section 5). The bytes were validated when the payload was built,
     /// so the reader applies the widest limits; a payload decoded from it
-    /// ([`Decode`](crate::codec::Decode)) is a zero-copy slice of this payload's buffer, or an
+    /// ([`Decode`]) is a zero-copy slice of this payload's buffer, or an
     /// inline copy of 46 bytes or less.
     ///
     /// ```

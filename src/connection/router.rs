@@ -132,7 +132,7 @@
 //!     driver to drop rather than write); past [`RouterOptions::max_total_queue_bytes`] for all
 //!     connections together, the connection with the longest queue is. What the driver holds
 //!     itself (a frame partly received) it charges to a budget of its own
-//!     ([`ByteBudget`](crate::io::ByteBudget) with the `tokio` feature) and reports one past it
+//!     (`io::ByteBudget`, with the `tokio` feature) and reports one past it
 //!     ([`client_budget_exceeded`](Router::client_budget_exceeded),
 //!     [`upstream_budget_exceeded`](Router::upstream_budget_exceeded)). The ids and targets held
 //!     for a client's requests in flight are bounded by [`RouterOptions::max_held_bytes`], its
