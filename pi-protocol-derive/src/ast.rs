@@ -12,7 +12,7 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{Data, DeriveInput, Fields, GenericArgument, Ident, LitStr, PathArguments, Type};
 
-use pi_protocol_runtime::pattern::{Pattern, Regex};
+use pi_protocol_pattern::{Pattern, Regex};
 
 use crate::attr::{self, Attr, CheckAttrs, ContainerAttrs, Ctxt, FieldAttrs, LitValue, LiteralAttr};
 

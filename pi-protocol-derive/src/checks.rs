@@ -3,16 +3,17 @@
 //! error with its field path.
 //!
 //! Patterns of the fixed-length subset are compiled at expansion time into straight-line byte
-//! comparisons; any other pattern is compiled once, on first use, by the runtime's ECMAScript
-//! engine. The same checks run when decoding (a decoded value is always valid) and in
-//! `Validate`. Checks look through `Option` (nothing to check in `None`) and `Box`, and follow
-//! the declared type into `Vec<T>` elements and `Record<T>` entries.
+//! comparisons; any other pattern is compiled once, on first use, by the ECMAScript engine of
+//! `pi-protocol-pattern` (named through the runtime's re-export, `#krate::pattern`). The same
+//! checks run when decoding (a decoded value is always valid) and in `Validate`. Checks look
+//! through `Option` (nothing to check in `None`) and `Box`, and follow the declared type into
+//! `Vec<T>` elements and `Record<T>` entries.
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 use syn::Type;
 
-use pi_protocol_runtime::pattern::{Pattern, WordWindow};
+use pi_protocol_pattern::{Pattern, WordWindow};
 
 use crate::ast::{container_inner, option_inner, Checks};
 
@@ -159,8 +160,8 @@ const SPELLED_OUT: usize = 16;
 /// Every supported pattern matches strings of one fixed byte length, so the check converts
 /// the bytes to a fixed-size array (one length comparison) and then tests constant positions
 /// (no bounds checks, no loop over the pattern, no allocation): eight at a time with the
-/// runtime's `word_matches` when the pattern is eight bytes or longer (the 36-byte UUID: five
-/// words), one table lookup per byte otherwise.
+/// pattern engine's `word_matches` when the pattern is eight bytes or longer (the 36-byte
+/// UUID: five words), one table lookup per byte otherwise.
 pub fn pattern_ok(krate: &syn::Path, value: &TokenStream, pattern: &Pattern) -> TokenStream {
     let length = Literal::usize_unsuffixed(pattern.length());
     let (tables, tests) = match pattern.word_windows() {

@@ -68,9 +68,10 @@
 //! float literals); `min_items = N`, `max_items = N` on a `Vec<T>`, and `items(...)` checks of
 //! every element; `values(...)` and `keys(...)` checks of every entry of a `Record<T>`. Checks
 //! look through `Option` (a `None` has nothing to check) and `Box`. A pattern of the
-//! fixed-length subset of `pi_protocol_runtime::pattern` is compiled at expansion time into
-//! byte comparisons; any other is compiled once, at first use; an invalid pattern is a compile
-//! error at the attribute.
+//! fixed-length subset of `pi-protocol-pattern` is compiled at expansion time into byte
+//! comparisons; any other is compiled once, at first use, by the same engine (which emitted code
+//! reaches as `pi_protocol_runtime::pattern`); an invalid pattern is a compile error at the
+//! attribute.
 //!
 //! # Container attributes `crate` and `json`
 //!

@@ -32,7 +32,10 @@ mod leaf_codec;
 pub mod limits;
 pub mod message;
 pub mod number;
-pub mod pattern;
+/// The engine of schema `pattern`s (the [`pi-protocol-pattern`](pi_protocol_pattern) crate),
+/// under the path derived and generated code call at run time: `pi_protocol_runtime::pattern`.
+#[doc(inline)]
+pub use pi_protocol_pattern as pattern;
 pub mod payload;
 pub mod record;
 mod scalar;

@@ -69,10 +69,10 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
                package (node + npm) with 16, 256 and 1,000 connections, then a thousand faulty
                clients; report messages/s, latency, CPU and memory per connection, fail on any
                lost, duplicated or misrouted message (--short: CI's pass, debug build, ~30 s)
-  mutants      mutation testing of the runtime, the connection layer, the derive and the
-               generator (areas runtime, connection, derive, gen), tier by tier; --file and
-               --changed [BASE] (default main) scope it to files, --lines to changed lines,
-               --re and --shard K/N narrow it, --max-seconds bounds it,
+  mutants      mutation testing of the runtime, the pattern engine, the connection layer, the
+               derive and the generator (areas runtime, pattern, connection, derive, gen), tier
+               by tier; --file and --changed [BASE] (default main) scope it to files, --lines
+               to changed lines, --re and --shard K/N narrow it, --max-seconds bounds it,
                --report-only never fails; otherwise fails on a missed mutant that docs/TESTING.md does
                not record as equivalent (needs cargo mutants: see docs/TESTING.md)
   schema-diff OLD NEW [--format text|json] [--require backward|forward|both]

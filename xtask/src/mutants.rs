@@ -12,8 +12,8 @@
 //! `--report-only` (CI, see `docs/TESTING.md` for why) prints the same and succeeds.
 //!
 //! Options:
-//! - `--area A` (`runtime`, `connection`, `derive`, `gen`; repeatable) or `--package P`: the
-//!   areas to test (default: all four).
+//! - `--area A` (`runtime`, `pattern`, `connection`, `derive`, `gen`; repeatable) or
+//!   `--package P`: the areas to test (default: all five).
 //! - `--file F` (repeatable): only these files (paths or globs from the workspace root); the
 //!   areas follow from the files.
 //! - `--changed [BASE]`: only the files that `git diff --name-only BASE...HEAD` names (default
@@ -91,9 +91,9 @@ struct Area {
     tiers: &'static [Tier],
 }
 
-/// The facade's integration tests that drive the codecs, and so the runtime and the derived
-/// code of the generated types (not the connection layer's own tests, nor the ones that start
-/// processes or read the docs).
+/// The facade's integration tests that drive the codecs, and so the runtime, the pattern engine
+/// and the derived code of the generated types (not the connection layer's own tests, nor the
+/// ones that start processes or read the docs).
 const FACADE_CODEC_TESTS: &[&str] = &[
     "--all-features",
     "--test=conformance",
@@ -109,7 +109,7 @@ const FACADE_CODEC_TESTS: &[&str] = &[
     "--test=connection_capture",
 ];
 
-/// The facade's codec tests as a tier (of the runtime and of the derive).
+/// The facade's codec tests as a tier (of the runtime, the pattern engine and the derive).
 const FACADE_CODEC_TIER: Tier = Tier {
     label: "pi-protocol codec tests",
     tool: Tool::Nextest,
@@ -151,6 +151,33 @@ const AREAS: &[Area] = &[
                 label: "pi-protocol-runtime doctests",
                 tool: Tool::Cargo,
                 packages: &["pi-protocol-runtime"],
+                cargo_args: &[],
+                test_args: &["--doc"],
+                ignored: false,
+            },
+        ],
+    },
+    Area {
+        name: "pattern",
+        package: "pi-protocol-pattern",
+        files: &["pi-protocol-pattern/src/**"],
+        prefix: "pi-protocol-pattern/src/",
+        target: 0.95,
+        tiers: &[
+            Tier {
+                label: "pi-protocol-pattern unit tests",
+                tool: Tool::Nextest,
+                packages: &["pi-protocol-pattern"],
+                cargo_args: &["--lib", "--tests"],
+                test_args: &[],
+                ignored: false,
+            },
+            // The derived `ServerId` check runs the engine's `word_matches`.
+            FACADE_CODEC_TIER,
+            Tier {
+                label: "pi-protocol-pattern doctests",
+                tool: Tool::Cargo,
+                packages: &["pi-protocol-pattern"],
                 cargo_args: &[],
                 test_args: &["--doc"],
                 ignored: false,

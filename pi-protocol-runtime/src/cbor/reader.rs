@@ -29,7 +29,7 @@ mod words;
 pub use crate::number::MAX_SAFE_INTEGER;
 pub(crate) use head::major;
 use head::HEADS;
-pub(crate) use text::{is_utf8, owned_text, utf8_str, HIGH_BITS};
+pub(crate) use text::{is_utf8, owned_text, utf8_str};
 pub(crate) use words::FINGERPRINT_SPREAD;
 
 /// Statistics of a skipped item: how deep it nests below itself and its widest container.

@@ -118,8 +118,9 @@ pub(crate) fn is_ascii_text(bytes: &[u8]) -> bool {
     seen & HIGH_BITS == 0
 }
 
-/// The high bit of every byte of a word: zero after masking for ASCII bytes.
-pub(crate) const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+// The high bit of every byte of a word: zero after masking for ASCII bytes. Defined once, by
+// the pattern engine, whose word-at-a-time class test ends with the same mask.
+pub(crate) use pi_protocol_pattern::HIGH_BITS;
 
 #[cfg(test)]
 mod tests {

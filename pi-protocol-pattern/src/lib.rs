@@ -1,26 +1,50 @@
-//! The small, anchored subset of regular expressions that schema `pattern`s may use.
+//! Schema `pattern`s for pi-protocol: whether a string matches an ECMAScript regular expression
+//! (`u` flag) of the forms the schema language allows, decided as JavaScript decides it and in
+//! time linear in the string, whatever the pattern.
 //!
-//! A pattern is `^`, then a sequence of atoms each followed by an optional `{n}` count, then `$`.
-//! An atom is a printable ASCII literal character (punctuation escaped with `\`) or a character
-//! class `[...]` of ASCII characters and ranges (`[0-9a-f]`, `[89ab]`). Such a pattern matches
-//! strings of one fixed length, so matching is a single pass over the bytes with no
-//! backtracking. It is exactly what the protocol needs (the `ServerId` UUID pattern), and it
-//! agrees with JavaScript's reading of the same pattern: `$` matches only at the very end, so a
-//! trailing newline fails. Anything else is rejected by [`Pattern::parse`] with its position.
+//! That is the crate's one job, and it serves it at two moments:
+//!
+//! - at run time, [`Regex`] reads any allowed pattern construct by construct into the syntax of
+//!   the `regex-automata` engine and runs its automata (no backtracking, so `^(a+)+$` cannot be
+//!   made slow); [`SchemaPattern`] prefers the fixed-length subset below when a pattern is in
+//!   it, and gives the same verdicts either way;
+//! - at compile time, [`Pattern`] reads the fixed-length subset (`^`, literal characters and
+//!   ASCII classes each with an optional `{n}`, `$`, such as the `ServerId` UUID pattern), which
+//!   `pi-protocol-derive` turns into straight-line byte checks while the macro expands: a table
+//!   lookup per position, or eight positions per word with [`word_matches`] over the windows of
+//!   [`Pattern::word_windows`].
+//!
+//! A pattern's text is bounded before any parser reads it ([`check_size`], the `MAX_PATTERN_*`
+//! constants), and its compiled automaton by [`MAX_PATTERN_AUTOMATON`].
+//!
+//! Nothing here knows a message, a schema or CBOR. `pi-protocol-runtime` re-exports the crate as
+//! `pi_protocol_runtime::pattern`, the path derived and generated code call at run time; the
+//! derive depends on this crate alone.
 //!
 //! ```
-//! use pi_protocol_runtime::pattern::Pattern;
-//! let p = Pattern::parse("^[0-9a-f]{2}-x$").unwrap();
-//! assert!(p.matches("0f-x"));
-//! assert!(!p.matches("0F-x"));
-//! assert!(!p.matches("0f-x\n"));
+//! use pi_protocol_pattern::{Pattern, SchemaPattern};
+//! // Any allowed pattern, tested anywhere in the string unless anchored.
+//! let id = SchemaPattern::compile("^[a-z]+(-[a-z]+)*$").unwrap();
+//! assert!(id.matches("session-id") && !id.matches("Session"));
+//! // The fixed-length subset: one length, one pass over the bytes.
+//! let fixed = Pattern::parse("^[0-9a-f]{2}-x$").unwrap();
+//! assert_eq!(fixed.length(), 4);
+//! assert!(fixed.matches("0f-x") && !fixed.matches("0F-x"));
 //! ```
 
 use std::fmt;
 
-use crate::cbor::reader::HIGH_BITS;
-
 mod ecma;
+
+/// The crate's README (the page crates.io shows), compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The high bit of every byte of a 64-bit word. A word of ASCII bytes has none of them set, so
+/// `word & HIGH_BITS == 0` tests eight bytes at once; [`word_matches`] ends with that test, and
+/// `pi-protocol-runtime`'s ASCII scans of CBOR text use this same constant.
+pub const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 /// One atom of a pattern: a set of ASCII bytes, repeated a fixed number of times.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +55,24 @@ pub struct Segment {
     pub count: usize,
 }
 
-/// A parsed pattern of the supported subset (see the module documentation).
+/// A pattern of the fixed-length subset, parsed.
+///
+/// The subset: `^`, then a sequence of atoms each followed by an optional `{n}` count, then `$`.
+/// An atom is a printable ASCII literal character (punctuation escaped with `\`) or a class
+/// `[...]` of ASCII letters, digits and ranges of them (`[0-9a-f]`, `[89ab]`). Every string such
+/// a pattern matches has the same length in bytes ([`Pattern::length`]), so a match is one pass
+/// over the bytes and nothing is ever retried. The verdicts are JavaScript's for the same
+/// pattern: `$` holds only at the very end, so a trailing newline fails. [`Pattern::parse`]
+/// refuses anything else, naming the byte where the subset ends.
+///
+/// ```
+/// use pi_protocol_pattern::Pattern;
+/// let p = Pattern::parse("^[0-9a-f]{2}-x$").unwrap();
+/// assert!(p.matches("0f-x"));
+/// assert!(!p.matches("0F-x"));
+/// assert!(!p.matches("0f-x\n"));
+/// assert!(Pattern::parse("^[0-9]+$").is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
     segments: Vec<Segment>,
@@ -185,7 +226,7 @@ pub struct WordWindow {
 /// fails already.
 ///
 /// ```
-/// use pi_protocol_runtime::pattern::{word_matches, Pattern};
+/// use pi_protocol_pattern::{word_matches, Pattern};
 /// let p = Pattern::parse("^[0-9a-f]{8}$").unwrap();
 /// let windows = p.word_windows().unwrap();
 /// let word = |s: &str| u64::from_le_bytes(s.as_bytes().try_into().unwrap());
@@ -393,7 +434,7 @@ pub const MAX_PATTERN_AUTOMATON: usize = 8 << 20;
 /// (`[(]`) and escapes (`\(`) open no group.
 ///
 /// ```
-/// use pi_protocol_runtime::pattern::{check_size, MAX_PATTERN_NESTING};
+/// use pi_protocol_pattern::{check_size, MAX_PATTERN_NESTING};
 /// assert!(check_size("^(a(b)[(])$").is_ok());
 /// let deep = format!("{}a{}", "(".repeat(MAX_PATTERN_NESTING + 1), ")".repeat(MAX_PATTERN_NESTING + 1));
 /// assert_eq!(check_size(&deep).unwrap_err().position, Some(MAX_PATTERN_NESTING));
@@ -471,7 +512,7 @@ pub fn check_size(source: &str) -> Result<(), PatternError> {
 /// U+0008; a lone surrogate escape matches nothing (a decoded text holds none).
 ///
 /// ```
-/// use pi_protocol_runtime::pattern::Regex;
+/// use pi_protocol_pattern::Regex;
 /// let re = Regex::new("^[a-z]+(-[a-z]+)*$").unwrap();
 /// assert!(re.is_match("session-id"));
 /// assert!(!re.is_match("Session"));
@@ -537,7 +578,7 @@ impl Regex {
 /// pass over the bytes), a [`Regex`] otherwise. Both give the same verdicts on every string.
 ///
 /// ```
-/// use pi_protocol_runtime::pattern::SchemaPattern;
+/// use pi_protocol_pattern::SchemaPattern;
 /// let fixed = SchemaPattern::compile("^[0-9]{2}$").unwrap();
 /// assert!(matches!(fixed, SchemaPattern::Fixed(_)));
 /// let general = SchemaPattern::compile("^[0-9]+$").unwrap();
