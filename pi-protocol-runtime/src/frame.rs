@@ -72,6 +72,50 @@ impl FrameHeader {
     }
 }
 
+/// The error a reader of frames reports for a frame whose payload did not decode (`error`, at
+/// that frame's offset), where `rest` is what follows the frame in the same pushed chunk (or
+/// read buffer) and starts at stream offset `offset`.
+///
+/// The reference splits every frame of a chunk before it decodes any, so a header announcing
+/// more than `max_frame_length` further on in the chunk is reported instead, with its
+/// `Frame`/`FrameTooLong` at its own offset (docs/PROTOCOL.md sections 1 and 6). The headers of
+/// the complete frames in `rest` are looked at in order, then the header of its tail when all
+/// four bytes of it are there; nothing is buffered or decoded. With no such header, the result
+/// is `error` itself, unchanged. This is the one place the rule is written: the
+/// [`FrameDecoder`] (both ways of feeding it) and the facade's tokio codec ask it.
+///
+/// ```
+/// use pi_protocol_runtime::{undecoded_frame_error, ErrorKind, ProtocolError, Rule};
+/// let refused = ProtocolError::new(ErrorKind::Schema, Rule::ByteString).with_offset(0);
+/// // After the refused frame (say 6 bytes): a frame of 1 byte, then a header announcing 9.
+/// let rest = [0, 0, 0, 1, 0xf6, 0, 0, 0, 9];
+/// let error = undecoded_frame_error(refused.clone(), &rest, 8, 6);
+/// assert_eq!(error.rule(), Rule::FrameTooLong { length: 9, limit: 8 });
+/// assert_eq!(error.offset(), Some(11));
+/// // Under a limit of 9 the refused frame's own error stands.
+/// assert_eq!(undecoded_frame_error(refused.clone(), &rest, 9, 6), refused);
+/// ```
+#[cold]
+#[inline(never)]
+#[must_use]
+pub fn undecoded_frame_error(
+    error: ProtocolError,
+    mut rest: &[u8],
+    max_frame_length: u32,
+    mut offset: u64,
+) -> ProtocolError {
+    while let [a, b, c, d, ..] = *rest {
+        let total = match FrameHeader::from_bytes([a, b, c, d]).check(max_frame_length, offset) {
+            Ok(length) => FRAME_HEADER_LENGTH + length,
+            Err(header_error) => return header_error,
+        };
+        let Some(after) = rest.get(total..) else { break };
+        rest = after;
+        offset += total as u64;
+    }
+    error
+}
+
 /// Prepends the 4-byte big-endian length header to `payload`.
 ///
 /// # Errors
@@ -325,24 +369,10 @@ impl FrameDecoder {
     }
 
     /// The error to report when a frame failed to decode with `error` and `rest` is what follows
-    /// it in the pushed chunk. The reference splits every frame of a chunk before it decodes
-    /// any, so a header announcing more than the limit further on in the same chunk is its
-    /// error instead (docs/PROTOCOL.md section 6); the headers of the complete frames in `rest`
-    /// are looked at, nothing is buffered.
-    #[cold]
-    #[inline(never)]
-    fn header_error_after(&self, mut rest: &[u8], error: ProtocolError) -> ProtocolError {
-        let mut offset = self.offset;
-        while let [a, b, c, d, ..] = *rest {
-            let total = match self.check_header([a, b, c, d], offset) {
-                Ok(length) => FRAME_HEADER_LENGTH + length,
-                Err(header_error) => return header_error,
-            };
-            let Some(after) = rest.get(total..) else { break };
-            rest = after;
-            offset += total as u64;
-        }
-        error
+    /// it in the pushed chunk: [`undecoded_frame_error`] under this decoder's limit, `rest`
+    /// starting at the decoder's offset (just past the frame).
+    fn header_error_after(&self, rest: &[u8], error: ProtocolError) -> ProtocolError {
+        undecoded_frame_error(error, rest, self.max_frame_length, self.offset)
     }
 
     /// Takes the bytes of the next frame from the front of `chunk` (advancing it): the frame

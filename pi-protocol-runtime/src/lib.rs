@@ -53,7 +53,7 @@ pub use codec::{
 };
 pub use containers::INITIAL_ITEMS_BYTES;
 pub use error::{ErrorKind, PathSegment, ProtocolError, Rule, MAX_ERROR_MESSAGE_LENGTH};
-pub use frame::{encode_frame, FrameDecoder, FrameHeader, Frames, FRAME_HEADER_LENGTH};
+pub use frame::{encode_frame, undecoded_frame_error, FrameDecoder, FrameHeader, Frames, FRAME_HEADER_LENGTH};
 pub use frame_reader::{FrameReader, RawFrame};
 pub use limits::{
     CborLimits, DEFAULT_MAX_BYTE_LENGTH, DEFAULT_MAX_CONTAINER_LENGTH, DEFAULT_MAX_DEPTH, DEFAULT_MAX_FRAME_LENGTH,

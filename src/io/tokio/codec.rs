@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use bytes::{BufMut, BytesMut};
 use pi_protocol_runtime::{decode_message_shared, encode_message_vectored, Decode, Encode, ErrorKind, Rule, Validate};
-use pi_protocol_runtime::{FrameHeader, FRAME_HEADER_LENGTH};
+use pi_protocol_runtime::{undecoded_frame_error, FrameHeader, FRAME_HEADER_LENGTH};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::io::Error;
@@ -23,7 +23,9 @@ use crate::{ClientMessage, CodecOptions, ProtocolError, ServerMessage};
 /// the 4-byte header is checked against `maxFrameLength` as soon as it is in the buffer, before
 /// any of the payload is waited for; the codec never reserves buffer space for an announced
 /// length, so the read buffer grows only with the bytes that arrive; payloads decode zero-copy
-/// out of the read buffer; errors carry the stream offset of the failing frame. After an error
+/// out of the read buffer; errors carry the stream offset of the failing frame, and when a frame
+/// does not decode, a header over the limit after it in the read buffer is the error instead
+/// ([`undecoded_frame_error`](pi_protocol_runtime::undecoded_frame_error)). After an error
 /// the codec is failed and every later `decode` returns a `State`/`DecoderFailed` error (the
 /// `Framed` stream itself ends after yielding the first error). At end of stream, a partial
 /// frame is a `Frame`/`TruncatedFrame` error.
@@ -161,7 +163,14 @@ impl<In: for<'de> Decode<'de>, Out> Decoder for MessageCodec<In, Out> {
                 self.offset += total as u64;
                 Ok(Some(message))
             }
-            Err(error) => Err(self.fail(error.with_offset(self.offset))),
+            Err(error) => {
+                // What follows in the read buffer is this frame's chunk: the runtime's rule
+                // says which error that makes (a header over the limit in it wins).
+                let rest_offset = self.offset + total as u64;
+                let error =
+                    undecoded_frame_error(error.with_offset(self.offset), src, self.options.frame_limit(), rest_offset);
+                Err(self.fail(error))
+            }
         }
     }
 
@@ -250,6 +259,37 @@ mod tests {
         assert_eq!(protocol(&error).rule(), Rule::FrameTooLong { length: 1001, limit: 1000 });
         assert_eq!(protocol(&error).offset(), Some(good.len() as u64));
         assert!(framed.next().await.is_none(), "the stream ends after an error");
+    }
+
+    /// A frame that does not decode, a frame that does, then a header over the limit, all in
+    /// the read buffer at once: the header's error wins, at its own offset, as it does in the
+    /// runtime's decoder fed the same bytes as one chunk (docs/PROTOCOL.md section 6).
+    #[test]
+    fn later_oversized_header_in_the_buffer_wins_over_a_frame_that_does_not_decode() {
+        let options = CodecOptions::new().max_frame_length(1000).unwrap();
+        let good = encode_client_message(&request("a")).unwrap();
+        let bad = [0, 0, 0, 1, 0xff]; // a lone CBOR break byte
+        let stream = [&good[..], &bad, &good, &[0, 0, 3, 0xe9]].concat(); // 1001: header only
+        let at = (2 * good.len() + bad.len()) as u64;
+        let mut codec = ServerCodec::with_options(&options);
+        let mut buf = BytesMut::from(&stream[..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(request("a")));
+        let error = codec.decode(&mut buf).unwrap_err();
+        assert_eq!(protocol(&error).kind(), ErrorKind::Frame);
+        assert_eq!(protocol(&error).rule(), Rule::FrameTooLong { length: 1001, limit: 1000 });
+        assert_eq!(protocol(&error).offset(), Some(at));
+        let (messages, runtime) = ClientMessageDecoder::with_options(&options).decode_all([&stream[..]]);
+        assert_eq!(messages, [request("a")]);
+        assert_eq!(runtime.as_ref(), Some(protocol(&error)));
+        // Without the header, the frame's own error stands, at the frame's offset.
+        let mut codec = ServerCodec::with_options(&options);
+        let mut buf = BytesMut::from(&stream[..stream.len() - 4]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(request("a")));
+        let error = codec.decode(&mut buf).unwrap_err();
+        assert_eq!(protocol(&error).kind(), ErrorKind::Cbor);
+        assert_eq!(protocol(&error).offset(), Some(good.len() as u64));
+        let (_, runtime) = ClientMessageDecoder::with_options(&options).decode_all([&stream[..stream.len() - 4]]);
+        assert_eq!(runtime.as_ref(), Some(protocol(&error)));
     }
 
     #[test]
