@@ -74,7 +74,8 @@ impl FrameHeader {
 
 /// The error a reader of frames reports for a frame whose payload did not decode (`error`, at
 /// that frame's offset), where `rest` is what follows the frame in the same pushed chunk (or
-/// read buffer) and starts at stream offset `offset`.
+/// read buffer) and starts at stream offset `offset`; offsets and `max_frame_length` are in
+/// bytes, the limit counting the payload without its 4-byte header.
 ///
 /// The reference splits every frame of a chunk before it decodes any, so a header announcing
 /// more than `max_frame_length` further on in the chunk is reported instead, with its
