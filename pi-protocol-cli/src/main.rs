@@ -3,8 +3,9 @@
 //! two revisions of a schema (`schema diff`), and speak to live servers (`discover`, `call`,
 //! `catalogue`, `subscribe`).
 //!
-//! Exit status: 0 on success, 1 on invalid input (after writing everything before it) or a
-//! compatibility requirement that breaks, 2 on bad arguments or an unusable schema file.
+//! Exit status: 0 on success, 1 on invalid input (after writing everything before it), a
+//! compatibility requirement that breaks or an error answered by a live server, 2 on bad
+//! arguments, an unusable schema file or a server that cannot be reached.
 
 mod decode;
 mod diag;
@@ -29,12 +30,14 @@ use pi_protocol::{CodecOptions, ProtocolError};
 
 use protocol::Protocol;
 
-/// Decode, encode, inspect and summarise Pi protocol streams; compare schema revisions.
+/// Decode, encode, inspect and summarise Pi protocol streams; compare schema revisions; find,
+/// call and subscribe to live servers.
 ///
 /// A stream is a sequence of frames: a 4-byte big-endian length, then one item of strict CBOR.
 /// Every stream command follows the built-in version 8 schema, or the schema file given with
-/// --schema. Exit status: 0 on success, 1 on invalid input or a compatibility requirement that
-/// breaks, 2 on bad arguments or an unusable schema file.
+/// --schema. Exit status: 0 on success, 1 on invalid input, a compatibility requirement that
+/// breaks or an error answered by a live server, 2 on bad arguments, an unusable schema file or
+/// a server that cannot be reached.
 #[derive(Parser, Debug)]
 #[command(name = "pi-protocol", version)]
 struct Cli {
