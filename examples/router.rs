@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --example server --features tokio,chord -- --listen 127.0.0.1:7878
 //! cargo run --example server --features tokio,chord -- --listen 127.0.0.1:7880 --server-id 9f0e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f
-//! cargo run --example router --features tokio -- --listen 127.0.0.1:7979 --upstream 127.0.0.1:7878 --upstream 127.0.0.1:7880
+//! cargo run --example router --features tokio,chord -- --listen 127.0.0.1:7979 --upstream 127.0.0.1:7878 --upstream 127.0.0.1:7880
 //! cargo run --example client --features tokio -- --connect 127.0.0.1:7979
 //! ```
 //!
@@ -62,6 +62,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use futures_util::SinkExt;
+use pi_protocol::chord::wire::{ControlCall, ServiceCall, SERVICE_CONTROL_ID};
 use pi_protocol::connection::router::{client_message_bytes, server_message_bytes};
 use pi_protocol::connection::{
     CallEffect, CallInspector, ClientConnection, ClientEvent, ClientKey, ClientOptions, CloseReason, Router,
@@ -74,8 +75,6 @@ use pi_protocol::io::{
 use pi_protocol::{
     ClientMessage, ErrorKind, Payload, ProtocolError, Request, Rule, ServerId, ServerMessage, SubscriptionId,
 };
-use serde::de::{IgnoredAny, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -1079,69 +1078,33 @@ struct Wire<M> {
 }
 
 /// The application's knowledge the router needs: which calls open and close subscriptions
-/// (`$chord.service` `subscribe` / `unsubscribe`, the id first among the arguments).
+/// (`$chord.service` `subscribe` / `unsubscribe`, read by Chord's own grammar,
+/// `pi_protocol::chord::wire::ControlCall`).
 struct ChordSubscriptions;
-
-/// The fields of a call the inspector reads, straight from its bytes: every other field, and
-/// every argument after the first, is skipped without being built.
-#[derive(Deserialize)]
-struct ControlCall<'a> {
-    #[serde(rename = "serviceId", borrow)]
-    service_id: Option<&'a str>,
-    #[serde(borrow)]
-    member: Option<&'a str>,
-}
-
-#[derive(Deserialize)]
-struct ControlArgs<'a> {
-    #[serde(borrow)]
-    args: FirstArgument<'a>,
-}
-
-/// The first element of an array when it is a string.
-struct FirstArgument<'a>(Option<&'a str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for FirstArgument<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct First;
-        impl<'de> Visitor<'de> for First {
-            type Value = FirstArgument<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element::<&'de str>().ok().flatten();
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(FirstArgument(first))
-            }
-        }
-        deserializer.deserialize_seq(First)
-    }
-}
 
 impl CallInspector for ChordSubscriptions {
     fn inspect(&mut self, request: &Request) -> CallEffect {
         // Only calls that name the control service are read at all.
         let cbor = request.call.as_cbor();
-        if cbor.len() > INSPECT_LIMIT || !cbor.windows(b"$chord.service".len()).any(|w| w == b"$chord.service") {
+        let name = SERVICE_CONTROL_ID.as_bytes();
+        if cbor.len() > INSPECT_LIMIT || !cbor.windows(name.len()).any(|w| w == name) {
             return CallEffect::Plain;
         }
-        let Ok(call) = request.call.deserialize::<ControlCall<'_>>() else { return CallEffect::Plain };
-        let subscribe = match (call.service_id, call.member) {
-            (Some("$chord.service"), Some("subscribe")) => true,
-            (Some("$chord.service"), Some("unsubscribe")) => false,
-            _ => return CallEffect::Plain,
+        let control = ServiceCall::from_payload(&request.call).ok().and_then(|call| ControlCall::from_call(&call));
+        let subscription = |id: &str| SubscriptionId::new(id).ok();
+        let effect = match control {
+            Some(ControlCall::Subscribe { subscription_id, .. }) => {
+                subscription(&subscription_id).map(CallEffect::Subscribe)
+            }
+            Some(ControlCall::Unsubscribe { subscription_id }) => {
+                subscription(&subscription_id).map(CallEffect::Unsubscribe)
+            }
+            _ => None,
         };
-        let first = request.call.deserialize::<ControlArgs<'_>>().ok().and_then(|a| a.args.0);
-        match first.and_then(|id| SubscriptionId::new(id).ok()) {
-            Some(id) if subscribe => CallEffect::Subscribe(id),
-            Some(id) => CallEffect::Unsubscribe(id),
-            None => CallEffect::Plain,
-        }
+        effect.unwrap_or(CallEffect::Plain)
     }
 
     fn unsubscribe_call(&mut self, subscription: &SubscriptionId) -> Option<Payload> {
-        let call = json!({"serviceId": "$chord.service", "member": "unsubscribe", "args": [subscription.as_str()]});
-        Payload::from_value(&call).ok()
+        ControlCall::unsubscribe(subscription.as_str()).ok()?.to_payload().ok()
     }
 }

@@ -10,7 +10,7 @@ use super::{Call, CallError, CallResult, Context};
 use crate::chord::delta::diff;
 use crate::chord::subscription::{ServiceInstance, ServiceMember, SubscriptionPublisher};
 use crate::chord::wire::{
-    Catalogue, CatalogueEntry, ControlCall, Id, RemoteServiceErrorCode, ServiceCall, ServiceMode, SERVICE_CONTROL_ID,
+    Catalogue, CatalogueEntry, ControlCall, Id, RemoteServiceErrorCode, ServiceMode, SERVICE_CONTROL_ID,
 };
 use crate::{Payload, SubscriptionId};
 
@@ -329,8 +329,7 @@ impl ChordEndpoint {
 
     /// A control call (`None`: `call` is not one, for Chord's grammar).
     fn control(&self, call: &Call, cx: &Context) -> Option<CallResult> {
-        // A control call names no instance; its arguments are read once, from the call's own
-        // payload.
+        // A control call names no instance.
         if call.instance().is_some() {
             return None;
         }
@@ -339,9 +338,7 @@ impl ChordEndpoint {
         if call.member() == "catalogue" && call.args().as_cbor() == [0x80] {
             return Some(Ok(Some(self.catalogue.clone())));
         }
-        let args: Vec<Payload> = call.args().deserialize().ok()?;
-        let wire = ServiceCall::new(Id::new(call.service_id()).ok()?, Id::new(call.member()).ok()?, args);
-        let control = ControlCall::from_call(&wire)?;
+        let control = call.control_call()?;
         let mut registry = self.lock();
         registry.prune();
         Some(match control {

@@ -82,6 +82,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use compact_str::CompactString;
+use pi_chord::wire::{ControlCall, Id, ServiceCall, Snapshot, SERVICE_CONTROL_ID};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -160,6 +161,19 @@ impl Call {
     #[inline]
     pub fn instance(&self) -> Option<&Payload> {
         self.instance.as_ref()
+    }
+
+    /// The `$chord.service` control call this is, by Chord's grammar
+    /// (`pi_chord::wire::ControlCall::from_call`: no instance, a known member, arguments that
+    /// fit), or `None`. A call to another service is told apart by its name alone; only a
+    /// control call's arguments are read.
+    pub(crate) fn control_call(&self) -> Option<ControlCall> {
+        if self.service_id != SERVICE_CONTROL_ID || self.instance.is_some() {
+            return None;
+        }
+        let args: Vec<Payload> = self.args.deserialize().ok()?;
+        let call = ServiceCall::new(Id::new(self.service_id()).ok()?, Id::new(self.member()).ok()?, args);
+        ControlCall::from_call(&call)
     }
 
     /// The arguments as JSON values (an empty list when they are not an array).
@@ -679,7 +693,8 @@ struct ConnectionState<S> {
     controls: HashMap<RequestId, Control>,
 }
 
-/// A `$chord.service` control call the server follows (docs/PROTOCOL.md section 8).
+/// A `$chord.service` control call the server follows (docs/PROTOCOL.md section 8): the
+/// subscription it opens or ends.
 #[derive(Debug, Clone)]
 enum Control {
     Subscribe(SubscriptionId),
@@ -687,24 +702,13 @@ enum Control {
 }
 
 impl Control {
-    /// The control call `call` is, if any: `subscribe [subscriptionId, serviceId, mode]` or
-    /// `unsubscribe [subscriptionId]`, exactly, without an instance.
+    /// The subscription `call` opens or ends, if it is a `subscribe` or `unsubscribe`
+    /// control call ([`Call::control_call`]).
     fn of(call: &Call) -> Option<Control> {
-        if call.service_id() != "$chord.service" || call.instance().is_some() {
-            return None;
-        }
-        let args = match call.member() {
-            "subscribe" | "unsubscribe" => call.args_json(),
-            _ => return None,
-        };
-        let id = |value: &serde_json::Value| value.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
-        match (call.member(), &args[..]) {
-            ("subscribe", [sub, service, mode])
-                if id(service).is_some() && (mode == "singleton" || mode == "keyed") =>
-            {
-                SubscriptionId::new(id(sub)?).ok().map(Control::Subscribe)
-            }
-            ("unsubscribe", [sub]) => SubscriptionId::new(id(sub)?).ok().map(Control::Unsubscribe),
+        let subscription = |id: &str| SubscriptionId::new(id).ok();
+        match call.control_call()? {
+            ControlCall::Subscribe { subscription_id, .. } => subscription(&subscription_id).map(Control::Subscribe),
+            ControlCall::Unsubscribe { subscription_id } => subscription(&subscription_id).map(Control::Unsubscribe),
             _ => None,
         }
     }
@@ -712,26 +716,8 @@ impl Control {
 
 /// Whether `result` is a subscription snapshot, as Chord's parser reads one
 /// (`pi-chord/schema/chord.json` `Snapshot`, ops checked).
-#[cfg(feature = "chord")]
 fn is_snapshot(result: &Payload) -> bool {
-    crate::chord::wire::Snapshot::from_payload(result).is_ok()
-}
-
-/// Whether `result` has the shape of a subscription snapshot `{serviceId, mode, instances}`
-/// (without the `chord` feature, the members are not read).
-#[cfg(not(feature = "chord"))]
-fn is_snapshot(result: &Payload) -> bool {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
-    struct Shape<'a> {
-        #[serde(rename = "serviceId", borrow)]
-        service_id: &'a str,
-        #[serde(borrow)]
-        mode: &'a str,
-        instances: Vec<serde::de::IgnoredAny>,
-    }
-    result.deserialize::<Shape>().is_ok()
+    Snapshot::from_payload(result).is_ok()
 }
 
 async fn serve_connection<S: Service, IO>(shared: Arc<Shared<S>>, io: IO, number: u64, stop: CancellationToken)
