@@ -446,3 +446,38 @@ fn a_header_past_the_limit_later_in_the_chunk_is_the_error() {
 fn assert_refused_as_sent(server: &mut ServerConnection, detail: &str) {
     assert_eq!(sent(server), vec![frame_refusal(detail)]);
 }
+
+#[test]
+fn call_layouts_are_reported_only_when_asked_and_only_for_checked_calls() {
+    let instance = json!({"serviceId": "demo.counter", "instance": {"key": "k-1", "generation": 2},
+        "member": "bump", "args": [3, "x".repeat(60)]});
+    let instance = Payload::from_value(&instance).unwrap();
+    let mut server = ready(ServerOptions::default().report_call_layouts(true));
+    server.receive(&request("1", SERVER, call()));
+    server.receive(&request("2", SERVER, instance.clone()));
+    // Not a service call: fenced as without the option.
+    server.receive(&request("3", SERVER, Payload::from_value(&json!({"serviceId": "s"})).unwrap()));
+    let seen = events(&mut server);
+    let [ServerEvent::ServiceRequest { request: first, layout: plain }, ServerEvent::ServiceRequest { request: second, layout }, ServerEvent::Fenced { reason: FenceReason::InvalidCall, .. }] =
+        &seen[..]
+    else {
+        panic!("two calls with their layouts, then the fence: {seen:?}")
+    };
+    assert_eq!((plain.service_id(&first.call), plain.member(&first.call)), (Some("demo.echo"), Some("echo")));
+    assert_eq!(plain.args(&first.call), Some(Payload::from_value(&json!([1])).unwrap()));
+    assert!(!plain.has_instance());
+    assert_eq!((layout.service_id(&second.call), layout.member(&second.call)), (Some("demo.counter"), Some("bump")));
+    assert_eq!(layout.args(&second.call), Some(Payload::from_value(&json!([3, "x".repeat(60)])).unwrap()));
+    let address = Payload::from_value(&json!({"key": "k-1", "generation": 2})).unwrap();
+    assert_eq!(layout.instance(&second.call), Some(address));
+    // Another payload: the readers find nothing there, or something else, but never panic.
+    assert_eq!(layout.service_id(&Payload::null()), None);
+    assert_eq!(layout.args(&Payload::null()), None);
+
+    // Without the check, or without the option: plain requests.
+    for options in [ServerOptions::default(), ServerOptions::default().report_call_layouts(true).invalid_call(None)] {
+        let mut server = ready(options);
+        server.receive(&request("1", SERVER, call()));
+        assert!(matches!(&events(&mut server)[..], [ServerEvent::Request(_)]));
+    }
+}

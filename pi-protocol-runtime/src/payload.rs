@@ -196,6 +196,56 @@ impl Payload {
         self.widest
     }
 
+    /// The item that starts at byte `offset` of the payload's CBOR, as a payload of its own:
+    /// a slice of this payload's buffer when longer than [`MAX_INLINE_PAYLOAD_LENGTH`], a copy
+    /// otherwise. `offset` is meant to be one a [`Reader`] over this payload reported
+    /// ([`Reader::position`]) before an item.
+    ///
+    /// # Errors
+    /// `Cbor`/`Truncated` when `offset` is past the end; otherwise whatever the strict reader
+    /// finds wrong with the bytes from there (an offset inside an item may also read as another
+    /// item).
+    ///
+    /// ```
+    /// use pi_protocol_runtime::Payload;
+    /// let call = Payload::from_json_str(r#"{"args":[1,[2]]}"#)?;
+    /// // 0xa1 (a map of one entry), 0x64 "args" (five bytes), then the array.
+    /// assert_eq!(call.item_at(6)?, Payload::from_json_str("[1,[2]]")?);
+    /// assert_eq!(call.item_at(6)?.depth(), 2);
+    /// assert!(call.item_at(99).is_err());
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    pub fn item_at(&self, offset: usize) -> Result<Payload, ProtocolError> {
+        Payload::decode(&mut self.reader_at(offset)?)
+    }
+
+    /// The text item that starts at byte `offset` of the payload's CBOR (as
+    /// [`item_at`](Self::item_at) finds an item), borrowed.
+    ///
+    /// # Errors
+    /// `Cbor`/`Truncated` when `offset` is past the end; `Schema`/`WrongType` when the item
+    /// there is not a text; otherwise what the strict reader finds wrong with it.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::Payload;
+    /// let call = Payload::from_json_str(r#"{"member":"echo"}"#)?;
+    /// // 0xa1, 0x66 "member" (seven bytes), then the text.
+    /// assert_eq!(call.text_at(8)?, "echo");
+    /// assert!(call.text_at(0).is_err());
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    pub fn text_at(&self, offset: usize) -> Result<&str, ProtocolError> {
+        self.reader_at(offset)?.read_text()
+    }
+
+    /// A reader at byte `offset` of the payload's CBOR.
+    fn reader_at(&self, offset: usize) -> Result<Reader<'_>, ProtocolError> {
+        if offset > self.as_cbor().len() {
+            return Err(ProtocolError::cbor(Rule::Truncated));
+        }
+        Ok(self.reader().at(offset))
+    }
+
     /// A strict reader over the payload's bytes, for walking a value of known shape without
     /// serde (docs/PROTOCOL.md section 5). The bytes were validated when the payload was built,
     /// so the reader applies the widest limits; a payload decoded from it

@@ -85,6 +85,7 @@ pub(crate) mod options;
 pub mod router;
 mod server;
 pub(crate) mod service_call;
+pub use service_call::CallLayout;
 
 use std::fmt;
 

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::inbox::{self, Inbox, Receiver};
 use super::options::{default_error, option_setters};
-use super::service_call::is_service_call;
+use super::service_call::{call_layout, is_service_call, CallLayout};
 use super::{CloseReason, ConnectionError, Deadline, Outbox, QueueError, Violation, DEFAULT_MAX_PENDING_TRANSMIT};
 use crate::{
     is_supported_protocol_version, Attachment, ClientMessage, CodecOptions, ErrorBody, ErrorCode, ErrorKind,
@@ -101,6 +101,12 @@ pub struct ServerOptions {
     /// instance?}` (default code `invalid_request`, message "Invalid service call"); `None`
     /// admits any call.
     pub invalid_call: Option<ErrorBody>,
+    /// Whether an admitted request whose call passed the [`invalid_call`](Self::invalid_call)
+    /// check is reported as [`ServerEvent::ServiceRequest`], with where the call's parts lie
+    /// ([`CallLayout`]), instead of [`ServerEvent::Request`] (default `false`). The check reads
+    /// the call once either way; with this, the application reads the parts without walking
+    /// the call again. No effect while `invalid_call` is `None`.
+    pub report_call_layouts: bool,
     /// The error response for a target naming another server (default code `wrong_server`,
     /// message "Request was addressed to another server").
     pub wrong_server: ErrorBody,
@@ -156,6 +162,8 @@ option_setters! {
         malformed_message: ErrorBody;
         /// Sets [`invalid_call`](Self::invalid_call).
         invalid_call: Option<ErrorBody>;
+        /// Sets [`report_call_layouts`](Self::report_call_layouts).
+        report_call_layouts: bool;
         /// Sets [`wrong_server`](Self::wrong_server).
         wrong_server: ErrorBody;
         /// Sets [`stale_route`](Self::stale_route).
@@ -210,6 +218,7 @@ impl Default for ServerOptions {
             malformed_frame_code: ErrorCode::new("invalid_request").expect("a non-empty code"),
             malformed_message: default_error("invalid_request", "Invalid client protocol message"),
             invalid_call: Some(default_error("invalid_request", "Invalid service call")),
+            report_call_layouts: false,
             wrong_server: default_error("wrong_server", "Request was addressed to another server"),
             stale_route: default_error("session_not_attached", "Session is not attached to this client"),
             duplicate_id: default_error("invalid_request", "Request ID is already active"),
@@ -251,6 +260,14 @@ pub enum ServerEvent {
     Ready,
     /// An admitted request: answer it exactly once with [`ServerConnection::respond`].
     Request(Request),
+    /// An admitted request, as [`Request`](Self::Request), reported with where its service
+    /// call's parts lie, when [`ServerOptions::report_call_layouts`] is on.
+    ServiceRequest {
+        /// The request, as decoded.
+        request: Request,
+        /// Where `request.call`'s `serviceId`, `member`, `args` and `instance` lie.
+        layout: CallLayout,
+    },
     /// The client cancelled the in-flight request `id` (reported once per request). The
     /// application decides how to stop the work, and still responds.
     Cancel {
@@ -580,11 +597,20 @@ impl ServerConnection {
         let full = self.in_flight.len() >= self.options.max_in_flight
             || self.in_flight_id_bytes + id_len > self.options.max_in_flight_id_bytes;
         let check_call = self.options.invalid_call.is_some();
+        let mut layout = None;
         let fence = match self.in_flight.entry(request.id.clone()) {
             Entry::Occupied(_) => Some(FenceReason::DuplicateId),
             Entry::Vacant(slot) => {
+                // The shape check, keeping where the parts lie when the application asked.
+                let not_a_call = check_call
+                    && if self.options.report_call_layouts {
+                        layout = call_layout(&request.call);
+                        layout.is_none()
+                    } else {
+                        !is_service_call(&request.call)
+                    };
                 let fence = match &request.target {
-                    _ if check_call && !is_service_call(&request.call) => Some(FenceReason::InvalidCall),
+                    _ if not_a_call => Some(FenceReason::InvalidCall),
                     RpcTarget::Server(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                     RpcTarget::Session(target) if target.server_id != self.server_id => Some(FenceReason::WrongServer),
                     RpcTarget::Session(target) if self.attachment.as_ref() != Some(target) => {
@@ -603,7 +629,10 @@ impl ServerConnection {
             }
         };
         let Some(reason) = fence else {
-            self.events.push_back(ServerEvent::Request(request));
+            self.events.push_back(match layout {
+                Some(layout) => ServerEvent::ServiceRequest { request, layout },
+                None => ServerEvent::Request(request),
+            });
             return;
         };
         let error = match reason {

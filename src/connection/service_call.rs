@@ -3,26 +3,29 @@
 //! text), `member` (a non-empty text), `args` (an array) and, optionally, `instance` (a map of
 //! exactly `key`, a non-empty text, and `generation`, an integer of at least 1).
 //!
-//! One walk of the payload's CBOR with the strict reader serves both users: the connection's
-//! fence ([`is_service_call`]), which skips `args` and `instance` and keeps nothing, and the
-//! high-level server, which keeps the parts ([`ServiceCallParts`]): the two names borrowed,
-//! `args` and `instance` as payloads that slice the call's buffer (or copy 46 bytes or less).
-//! No value tree is built.
+//! One walk of the payload's CBOR with the strict reader serves every user: the connection's
+//! fence ([`is_service_call`]), which skips `args` and `instance` and keeps nothing; the same
+//! fence when it reports where the parts lie ([`call_layout`], a [`CallLayout`] of byte
+//! offsets, for [`ServerOptions::report_call_layouts`](super::ServerOptions::report_call_layouts));
+//! and a reader of the parts of a call nobody checked ([`ServiceCallParts`]): the two names
+//! borrowed, `args` and `instance` as payloads that slice the call's buffer (or copy 46 bytes or
+//! less). No value tree is built.
 
 use pi_protocol_runtime::{JsonTypes, Reader};
 
 use crate::Payload;
 
 /// A service call's parts, borrowed from its payload; `P` is what is kept of `args` and
-/// `instance` (a [`Payload`], or `()` when only the shape matters).
+/// `instance` (a [`Payload`], an offset, or `()` when only the shape matters), and `P::Name`
+/// what is kept of the two names.
 // Without the high-level server only the shape check runs, which reads none of the fields.
 #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 #[derive(Debug)]
-pub(crate) struct Parts<'a, P> {
+pub(crate) struct Parts<'a, P: Kept<'a>> {
     /// `serviceId`: not empty.
-    pub(crate) service_id: &'a str,
+    pub(crate) service_id: P::Name,
     /// `member`: not empty.
-    pub(crate) member: &'a str,
+    pub(crate) member: P::Name,
     /// `args`: an array.
     pub(crate) args: P,
     /// `instance`: `{key, generation}`, when present.
@@ -34,31 +37,141 @@ pub(crate) struct Parts<'a, P> {
 pub(crate) type ServiceCallParts<'a> = Parts<'a, Payload>;
 
 /// What the walk keeps of an item whose shape it has checked.
-trait Kept<'a>: Sized {
+pub(crate) trait Kept<'a>: Sized {
+    /// What is kept of a name (`serviceId`, `member`).
+    type Name;
     /// Takes the item at `r`'s position, which the walk has already checked the shape of.
     fn take(r: &mut Reader<'a>) -> Option<Self>;
+    /// Reads a name at `r`'s position: a non-empty text.
+    fn name(r: &mut Reader<'a>) -> Option<Self::Name>;
 }
 
 /// Nothing: the item is skipped.
 impl<'a> Kept<'a> for () {
+    type Name = &'a str;
     #[inline]
     fn take(r: &mut Reader<'a>) -> Option<()> {
         r.skip().ok()
+    }
+    #[inline]
+    fn name(r: &mut Reader<'a>) -> Option<&'a str> {
+        id(r)
     }
 }
 
 /// The item as a payload.
 #[cfg(any(feature = "tokio", test))]
 impl<'a> Kept<'a> for Payload {
+    type Name = &'a str;
     #[inline]
     fn take(r: &mut Reader<'a>) -> Option<Payload> {
         pi_protocol_runtime::Decode::decode(r).ok()
+    }
+    #[inline]
+    fn name(r: &mut Reader<'a>) -> Option<&'a str> {
+        id(r)
+    }
+}
+
+/// Where the item starts: its byte offset in the call's CBOR (the item is skipped).
+impl<'a> Kept<'a> for u32 {
+    type Name = u32;
+    #[inline]
+    fn take(r: &mut Reader<'a>) -> Option<u32> {
+        let start = u32::try_from(r.position()).ok()?;
+        r.skip().ok()?;
+        Some(start)
+    }
+    #[inline]
+    fn name(r: &mut Reader<'a>) -> Option<u32> {
+        let start = u32::try_from(r.position()).ok()?;
+        id(r)?;
+        Some(start)
     }
 }
 
 /// Whether `call` has the shape of a service call.
 pub(crate) fn is_service_call(call: &Payload) -> bool {
     walk::<()>(call).is_some()
+}
+
+/// Where the parts of a service call lie in its payload's CBOR, as the connection's shape check
+/// found them (docs/PROTOCOL.md section 8, fencing): where each part's CBOR item starts, 20
+/// bytes whatever the call's size. Read the parts back with the call's own payload, without walking it again;
+/// given another payload the readers return `None`, or parts of whatever lies at those offsets.
+///
+/// Reported with each admitted request when
+/// [`ServerOptions::report_call_layouts`](super::ServerOptions::report_call_layouts) is on
+/// ([`ServerEvent::ServiceRequest`](super::ServerEvent::ServiceRequest)).
+///
+/// ```
+/// use pi_protocol::connection::{ServerConnection, ServerEvent, ServerOptions};
+/// use pi_protocol::{encode_client_message, ClientHello, ClientMessage, Payload, Request, RequestId};
+/// use pi_protocol::{RpcTarget, ServerId, ServerTarget};
+///
+/// let server_id = ServerId::new("3b241101-e2bb-4255-8caf-4136c566a962")?;
+/// let mut server = ServerConnection::new(server_id.clone(), ServerOptions::default().report_call_layouts(true));
+/// let call = Payload::from_json_str(r#"{"serviceId":"demo.echo","member":"echo","args":[1,2]}"#)?;
+/// let request = Request::new(RequestId::new("1")?, RpcTarget::Server(ServerTarget::new(server_id)), call);
+/// server.receive(&encode_client_message(&ClientMessage::Hello(ClientHello::new(8u32)))?);
+/// server.receive(&encode_client_message(&ClientMessage::Request(request))?);
+/// assert_eq!(server.poll_event(), Some(ServerEvent::Ready));
+/// let Some(ServerEvent::ServiceRequest { request, layout }) = server.poll_event() else { panic!("a call") };
+/// assert_eq!(layout.service_id(&request.call), Some("demo.echo"));
+/// assert_eq!(layout.member(&request.call), Some("echo"));
+/// assert_eq!(layout.args(&request.call), Some(Payload::from_json_str("[1,2]")?));
+/// assert_eq!(layout.instance(&request.call), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallLayout {
+    /// Where `serviceId`'s text starts.
+    service_id: u32,
+    /// Where `member`'s text starts.
+    member: u32,
+    /// Where the `args` array starts.
+    args: u32,
+    /// Where the `instance` map starts, when there is one.
+    instance: Option<u32>,
+}
+
+impl CallLayout {
+    /// `serviceId`, read from `call` (`None`: not the payload this layout was found in).
+    #[must_use]
+    pub fn service_id<'a>(&self, call: &'a Payload) -> Option<&'a str> {
+        call.text_at(self.service_id as usize).ok()
+    }
+
+    /// `member`, read from `call`.
+    #[must_use]
+    pub fn member<'a>(&self, call: &'a Payload) -> Option<&'a str> {
+        call.text_at(self.member as usize).ok()
+    }
+
+    /// `args`, the arguments array, as a payload of its own (a slice of `call`'s buffer when
+    /// longer than 46 bytes, a copy otherwise).
+    #[must_use]
+    pub fn args(&self, call: &Payload) -> Option<Payload> {
+        call.item_at(self.args as usize).ok()
+    }
+
+    /// `instance` (`{key, generation}`), when the call names one.
+    #[must_use]
+    pub fn instance(&self, call: &Payload) -> Option<Payload> {
+        call.item_at(self.instance? as usize).ok()
+    }
+
+    /// Whether the call names an instance.
+    #[must_use]
+    pub fn has_instance(&self) -> bool {
+        self.instance.is_some()
+    }
+}
+
+/// Where the parts of `call` lie, or `None` when it is not a service call.
+pub(crate) fn call_layout(call: &Payload) -> Option<CallLayout> {
+    let Parts { service_id, member, args, instance } = walk::<u32>(call)?;
+    Some(CallLayout { service_id, member, args, instance })
 }
 
 /// The parts of `call`, or `None` when it is not a service call.
@@ -79,8 +192,8 @@ fn walk<'a, P: Kept<'a>>(call: &'a Payload) -> Option<Parts<'a, P>> {
     for _ in 0..entries {
         let key = r.read_key_bytes().ok()?;
         let fresh = match key {
-            b"serviceId" => service_id.replace(id(&mut r)?).is_none(),
-            b"member" => member.replace(id(&mut r)?).is_none(),
+            b"serviceId" => service_id.replace(P::name(&mut r)?).is_none(),
+            b"member" => member.replace(P::name(&mut r)?).is_none(),
             b"args" => args.replace(array(&mut r)?).is_none(),
             b"instance" => instance.replace(address(&mut r)?).is_none(),
             _ => false,
@@ -157,6 +270,14 @@ mod tests {
         let call = Payload::from_value(&value).expect("a payload");
         let shape = is_service_call(&call);
         assert_eq!(service_call_parts(&call).is_some(), shape, "{value}");
+        let layout = call_layout(&call);
+        assert_eq!(layout.is_some(), shape, "{value}");
+        if let (Some(layout), Some(parts)) = (layout, service_call_parts(&call)) {
+            assert_eq!(layout.service_id(&call), Some(parts.service_id), "{value}");
+            assert_eq!(layout.member(&call), Some(parts.member), "{value}");
+            assert_eq!(layout.args(&call), Some(parts.args), "{value}");
+            assert_eq!(layout.instance(&call), parts.instance, "{value}");
+        }
         shape
     }
 

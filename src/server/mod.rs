@@ -97,7 +97,7 @@ mod endpoint;
 pub use endpoint::{ChordEndpoint, ChordEndpointBuilder, ChordError, ChordService, DEFAULT_MAX_SUBSCRIPTIONS};
 
 use crate::connection::service_call::service_call_parts;
-use crate::connection::{ServerConnection, ServerEvent, ServerOptions};
+use crate::connection::{CallLayout, ServerConnection, ServerEvent, ServerOptions};
 use crate::io::{Accept, AcceptOptions, Acceptor, ByteBudget, DriverOptions, ServerDriver};
 use crate::{
     AttachmentId, ErrorBody, ErrorCode, Payload, Request, RequestId, RpcTarget, ServerId, SessionId, SessionTarget,
@@ -128,14 +128,23 @@ pub struct Call {
 }
 
 impl Call {
-    /// Reads the call's parts from its payload (the walk the connection's shape check makes).
-    fn read(call: &Payload) -> Option<Call> {
-        let parts = service_call_parts(call)?;
+    /// Reads the call's parts from its payload: where the connection's shape check found them
+    /// (`layout`), or by walking the call when the check is off.
+    fn read(call: &Payload, layout: Option<CallLayout>) -> Option<Call> {
+        let Some(layout) = layout else {
+            let parts = service_call_parts(call)?;
+            return Some(Call {
+                service_id: CompactString::from(parts.service_id),
+                member: CompactString::from(parts.member),
+                args: parts.args,
+                instance: parts.instance,
+            });
+        };
         Some(Call {
-            service_id: CompactString::from(parts.service_id),
-            member: CompactString::from(parts.member),
-            args: parts.args,
-            instance: parts.instance,
+            service_id: CompactString::from(layout.service_id(call)?),
+            member: CompactString::from(layout.member(call)?),
+            args: layout.args(call)?,
+            instance: if layout.has_instance() { Some(layout.instance(call)?) } else { None },
         })
     }
 
@@ -343,7 +352,9 @@ impl<S> fmt::Debug for ServerBuilder<S> {
 
 impl<S: Service> ServerBuilder<S> {
     /// The connection rules, codes and limits (default [`ServerOptions::default`], the
-    /// reference server's).
+    /// reference server's). [`ServerOptions::report_call_layouts`] is always on: the server
+    /// reads each call's parts where the connection's shape check found them (admitted requests
+    /// still reach [`on_event`](Self::on_event) as [`ServerEvent::Request`]).
     #[must_use]
     pub fn options(mut self, options: ServerOptions) -> Self {
         self.options = options;
@@ -412,7 +423,9 @@ impl<S: Service> ServerBuilder<S> {
             shared: Arc::new(Shared {
                 server_id: self.server_id,
                 service: self.service,
-                options: self.options,
+                // Each admitted call comes with where its parts lie: read once, by the
+                // connection's shape check.
+                options: self.options.report_call_layouts(true),
                 driver: self.driver.budget(budget.clone()),
                 drain_timeout: self.drain_timeout,
                 on_error: self.on_error,
@@ -681,7 +694,7 @@ struct ConnectionState<S> {
     /// Admitted calls not started yet because the transmit queue is past
     /// [`DriverOptions::pause_reading_at`]: they start as it drains, and nothing more is read
     /// meanwhile, so a peer that does not read costs at most that much plus one answer.
-    backlog: std::collections::VecDeque<Request>,
+    backlog: std::collections::VecDeque<(Request, Option<CallLayout>)>,
     pause_at: usize,
     /// The subscriptions this connection holds (`$chord.service` `subscribe` answered with a
     /// snapshot, not unsubscribed): updates of any other subscription are dropped.
@@ -705,6 +718,11 @@ impl Control {
     /// The subscription `call` opens or ends, if it is a `subscribe` or `unsubscribe`
     /// control call ([`Call::control_call`]).
     fn of(call: &Call) -> Option<Control> {
+        // Told apart by the member's name first: a `catalogue` (or any other call) reads no
+        // arguments here.
+        if !matches!(call.member(), "subscribe" | "unsubscribe") {
+            return None;
+        }
         let subscription = |id: &str| SubscriptionId::new(id).ok();
         match call.control_call()? {
             ControlCall::Subscribe { subscription_id, .. } => subscription(&subscription_id).map(Control::Subscribe),
@@ -763,7 +781,15 @@ where
                 if backed_up { Err(driver.flush().await) } else { Ok(driver.next_event().await) }
             } => match step {
                 Ok(None) => break,
-                Ok(Some(event)) => state.event(driver.connection_mut(), event, &mut incoming),
+                Ok(Some(event)) => {
+                    state.event(driver.connection_mut(), event, &mut incoming);
+                    // The rest of what the last read decoded, without a turn of the select per
+                    // event: the driver hands queued events out before anything else anyway.
+                    while state.backlog.is_empty() {
+                        let Some(event) = driver.connection_mut().poll_event() else { break };
+                        state.event(driver.connection_mut(), event, &mut incoming);
+                    }
+                }
                 Err(flushed) => {
                     if flushed.is_err() || !driver.connection().is_ready() {
                         state.drop_backlog(driver.connection_mut());
@@ -809,11 +835,20 @@ impl<S: Service> ConnectionState<S> {
         event: ServerEvent,
         incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
     ) {
+        // Observers see an admitted request as `ServerEvent::Request`, with or without the
+        // layout the server asked its connection for.
+        let (event, layout) = match event {
+            ServerEvent::ServiceRequest { request, layout } if self.shared.on_event.is_none() => {
+                return self.request(connection, request, Some(layout), incoming);
+            }
+            ServerEvent::ServiceRequest { request, layout } => (ServerEvent::Request(request), Some(layout)),
+            other => (other, None),
+        };
         if let Some(hook) = &self.shared.on_event {
             hook(self.number, Observation::Event(&event));
         }
         match event {
-            ServerEvent::Request(request) => self.request(connection, request, incoming),
+            ServerEvent::Request(request) => self.request(connection, request, layout, incoming),
             ServerEvent::Cancel { id } => {
                 if let Some(token) = self.running.get(&id) {
                     token.cancel();
@@ -839,14 +874,14 @@ impl<S: Service> ConnectionState<S> {
             return self.drop_backlog(connection);
         }
         while connection.pending_transmit_len() < self.pause_at {
-            let Some(request) = self.backlog.pop_front() else { break };
-            self.start(connection, request, incoming);
+            let Some((request, layout)) = self.backlog.pop_front() else { break };
+            self.start(connection, request, layout, incoming);
         }
     }
 
     /// The connection is closing: the calls not started settle without running.
     fn drop_backlog(&mut self, connection: &mut ServerConnection) {
-        for request in std::mem::take(&mut self.backlog) {
+        for (request, _) in std::mem::take(&mut self.backlog) {
             self.respond(connection, &request.id, Err(ErrorBody::new(code("cancelled"), "RPC request cancelled")));
         }
     }
@@ -855,19 +890,21 @@ impl<S: Service> ConnectionState<S> {
         &mut self,
         connection: &mut ServerConnection,
         request: Request,
+        layout: Option<CallLayout>,
         incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
     ) {
         if !self.backlog.is_empty() || connection.pending_transmit_len() >= self.pause_at {
-            self.backlog.push_back(request);
+            self.backlog.push_back((request, layout));
             return;
         }
-        self.start(connection, request, incoming);
+        self.start(connection, request, layout, incoming);
     }
 
     fn start(
         &mut self,
         connection: &mut ServerConnection,
         request: Request,
+        layout: Option<CallLayout>,
         incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
     ) {
         let Request { id, target, call, .. } = request;
@@ -875,7 +912,7 @@ impl<S: Service> ConnectionState<S> {
             self.respond(connection, &id, Err(ErrorBody::new(code("server_draining"), "Server is draining")));
             return;
         }
-        let Some(call) = Call::read(&call) else {
+        let Some(call) = Call::read(&call, layout) else {
             // The connection checked the shape, unless the application turned the check off.
             self.respond(connection, &id, Err(ErrorBody::new(code("invalid_request"), "Invalid service call")));
             return;

@@ -106,6 +106,13 @@ impl<'de> Reader<'de> {
         self.limits
     }
 
+    /// The reader moved to byte `pos` of its input (at most the input's length), at depth 0.
+    pub(crate) fn at(mut self, pos: usize) -> Self {
+        debug_assert!(pos <= self.input.len());
+        self.pos = pos;
+        self
+    }
+
     /// Byte offset of the cursor in the input.
     pub fn position(&self) -> usize {
         self.pos
