@@ -49,26 +49,6 @@ pub struct Settings {
     pub seed: u64,
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A number in `low..high`.
-    fn range(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
 /// Counts of one client kind.
 #[derive(Default)]
 struct KindTotals {
@@ -234,7 +214,7 @@ impl Client {
     }
 
     /// Writes the first `cut` bytes of a frame (a request that is never completed).
-    async fn write_partial_frame(&mut self, rng: &mut Rng) -> Result<(), String> {
+    async fn write_partial_frame(&mut self, rng: &mut fastrand::Rng) -> Result<(), String> {
         self.wire.flush().await.map_err(|e| format!("write: {e}"))?;
         let target = self.ledger.server_target();
         let (message, seq) =
@@ -242,7 +222,7 @@ impl Client {
         self.ledger.outstanding.remove(&seq);
         self.wire.queue(&message);
         let frame = self.wire.take_queued();
-        let cut = rng.range(1, frame.len() as u64) as usize;
+        let cut = rng.usize(1..frame.len());
         self.wire.stream.write_all(&frame[..cut]).await.map_err(|e| format!("write: {e}"))
     }
 
@@ -281,7 +261,7 @@ async fn run_local(settings: Settings) -> Value {
         tasks.push(tokio::task::spawn_local(run_canary(Rc::clone(&totals), settings.address.clone(), canary)));
     }
     for slot in 0..settings.connections.saturating_sub(settings.canaries) {
-        let rng = Rng(settings.seed ^ (slot as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let rng = fastrand::Rng::with_seed(settings.seed ^ (slot as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
         tasks.push(tokio::task::spawn_local(run_slot(Rc::clone(&totals), settings.address.clone(), rng)));
     }
     // How many connections are open, sampled every 100 ms.
@@ -337,11 +317,11 @@ async fn run_local(settings: Settings) -> Value {
 }
 
 /// One slot: clients one after another until the deadline.
-async fn run_slot(totals: Rc<Totals>, address: String, mut rng: Rng) {
+async fn run_slot(totals: Rc<Totals>, address: String, mut rng: fastrand::Rng) {
     // Slots start over the first second, not all at once.
-    tokio::time::sleep(Duration::from_millis(rng.range(0, 1000))).await;
+    tokio::time::sleep(Duration::from_millis(rng.u64(..1000))).await;
     while Instant::now() < totals.deadline {
-        let kind = match rng.range(0, 100) {
+        let kind = match rng.u64(..100) {
             0..50 => "session",
             50..60 => "slow_writer",
             60..64 => "slow_reader",
@@ -365,16 +345,16 @@ async fn run_slot(totals: Rc<Totals>, address: String, mut rng: Rng) {
             "idle" => idle(client, &mut rng).await,
             _ => garbage(client, &mut rng).await,
         }
-        tokio::time::sleep(Duration::from_millis(rng.range(0, 50))).await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(..50))).await;
     }
 }
 
 /// A random script of calls, then one of four endings.
-async fn session(mut client: Client, rng: &mut Rng) {
+async fn session(mut client: Client, rng: &mut fastrand::Rng) {
     let result = session_script(&mut client, rng).await;
     let (result, left) = match result {
         Err(message) => (Err(message), 0),
-        Ok(()) => match rng.range(0, 100) {
+        Ok(()) => match rng.u64(..100) {
             0..45 => (graceful_end(&mut client).await, 0),
             45..65 => {
                 let result = async {
@@ -386,7 +366,7 @@ async fn session(mut client: Client, rng: &mut Rng) {
                 (result, client.ledger.outstanding.len() as u64)
             }
             65..85 => {
-                if rng.chance(50) {
+                if rng.bool() {
                     let _ = client.write_partial_frame(rng).await;
                 } else {
                     let _ = client.wire.flush().await;
@@ -394,7 +374,7 @@ async fn session(mut client: Client, rng: &mut Rng) {
                 (Ok(()), client.ledger.outstanding.len() as u64)
             }
             _ => {
-                for _ in 0..rng.range(1, 4) {
+                for _ in 0..rng.u64(1..4) {
                     let target = client.ledger.server_target();
                     client.call(
                         target,
@@ -405,7 +385,7 @@ async fn session(mut client: Client, rng: &mut Rng) {
                     );
                 }
                 let _ = client.wire.flush().await;
-                tokio::time::sleep(Duration::from_millis(rng.range(0, 20))).await;
+                tokio::time::sleep(Duration::from_millis(rng.u64(..20))).await;
                 (Ok(()), client.ledger.outstanding.len() as u64)
             }
         },
@@ -422,13 +402,13 @@ async fn graceful_end(client: &mut Client) -> Result<(), String> {
     Ok(())
 }
 
-async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String> {
+async fn session_script(client: &mut Client, rng: &mut fastrand::Rng) -> Result<(), String> {
     client.handshake().await?;
     let token = client.ledger.token;
     let mut subscriptions = 0;
-    for step in 0..rng.range(3, 14) {
+    for step in 0..rng.u64(3..14) {
         let server = client.ledger.server_target();
-        match rng.range(0, 100) {
+        match rng.u64(..100) {
             0..15 => {
                 client.call(server, "$chord.service", "catalogue", json!([]), Expect::Catalogue);
             }
@@ -447,7 +427,7 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
                 // Attach: the route must be stable around it, so everything else settles first.
                 client.barrier().await?;
                 let before = client.ledger.routes_seen;
-                let session = match rng.range(0, 5) {
+                let session = match rng.u64(..5) {
                     0 => "nobody",
                     1 | 2 => "session-1",
                     _ => "session-2",
@@ -487,13 +467,13 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
                     Expect::Wait { ms: 30_000, cancelled: false },
                 );
                 client.wire.flush().await.map_err(|e| format!("write: {e}"))?;
-                tokio::time::sleep(Duration::from_millis(rng.range(0, 10))).await;
+                tokio::time::sleep(Duration::from_millis(rng.u64(..10))).await;
                 if let Some(cancel) = client.ledger.cancel(seq) {
                     client.wire.queue(&cancel);
                 }
             }
             88..95 => {
-                let ms = rng.range(1, 40);
+                let ms = rng.u64(1..40);
                 client.call(server, "demo.slow", "wait", json!([ms]), Expect::Wait { ms, cancelled: false });
             }
             _ => {
@@ -502,16 +482,16 @@ async fn session_script(client: &mut Client, rng: &mut Rng) -> Result<(), String
             }
         }
         client.wire.flush().await.map_err(|e| format!("write: {e}"))?;
-        if rng.chance(40) {
+        if rng.u8(..100) < 40 {
             client.barrier().await?;
         }
-        tokio::time::sleep(Duration::from_millis(rng.range(0, 40))).await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(..40))).await;
     }
     Ok(())
 }
 
 /// Its hello and three echo requests one byte at a time, then a graceful end.
-async fn slow_writer(mut client: Client, rng: &mut Rng) {
+async fn slow_writer(mut client: Client, rng: &mut fastrand::Rng) {
     let result = async {
         client.wire.queue(&ClientMessage::Hello(ClientHello::new(8u32)));
         for n in 0..3 {
@@ -520,7 +500,7 @@ async fn slow_writer(mut client: Client, rng: &mut Rng) {
         let bytes = client.wire.take_queued();
         for byte in bytes {
             client.wire.stream.write_all(&[byte]).await.map_err(|e| format!("write: {e}"))?;
-            tokio::time::sleep(Duration::from_millis(rng.range(0, 4))).await;
+            tokio::time::sleep(Duration::from_millis(rng.u64(..4))).await;
         }
         graceful_end(&mut client).await
     }
@@ -567,15 +547,15 @@ async fn slow_reader(mut client: Client) {
 }
 
 /// Requests whose answers it never reads, then the socket dropped.
-async fn stalled(mut client: Client, rng: &mut Rng) {
+async fn stalled(mut client: Client, rng: &mut fastrand::Rng) {
     let result = async {
         client.handshake().await?;
         let padding = "y".repeat(512);
-        for n in 0..rng.range(50, 400) {
+        for n in 0..rng.u64(50..400) {
             client.echo(n, &[&padding]);
         }
         // The server stops reading once its answers pile up: the write may never finish.
-        let _ = tokio::time::timeout(Duration::from_millis(rng.range(200, 1500)), client.wire.flush()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(rng.u64(200..1500)), client.wire.flush()).await;
         Ok(())
     }
     .await;
@@ -584,10 +564,10 @@ async fn stalled(mut client: Client, rng: &mut Rng) {
 }
 
 /// A handshake, a pause, a graceful end.
-async fn idle(mut client: Client, rng: &mut Rng) {
+async fn idle(mut client: Client, rng: &mut fastrand::Rng) {
     let result = async {
         client.handshake().await?;
-        tokio::time::sleep(Duration::from_millis(rng.range(500, 4000))).await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(500..4000))).await;
         graceful_end(&mut client).await
     }
     .await;
@@ -597,10 +577,10 @@ async fn idle(mut client: Client, rng: &mut Rng) {
 /// Calls, then a frame that is not CBOR: the server closes the connection. Calls that reached
 /// the server in the same read as the bad frame are admitted, then settled unanswered (the
 /// connection stops sending when it sees the violation), so they may be left owed.
-async fn garbage(mut client: Client, rng: &mut Rng) {
+async fn garbage(mut client: Client, rng: &mut fastrand::Rng) {
     let result = async {
         client.handshake().await?;
-        for n in 0..rng.range(0, 4) {
+        for n in 0..rng.u64(..4) {
             client.echo(n, &[]);
         }
         client.wire.flush().await.map_err(|e| format!("write: {e}"))?;

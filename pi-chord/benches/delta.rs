@@ -27,25 +27,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use fastrand::Rng;
 use pi_chord::delta::{diff, Encoder, StatePublisher, StateReplica};
 use serde_json::{json, Value};
 
 const STEPS: usize = 400;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A workload: the initial value, the edit of each step (for node to replay), every value,
 /// and the wire batches (the snapshot first).
@@ -61,7 +47,7 @@ fn words(rng: &mut Rng, bytes: usize) -> String {
         ["lorem", "ipsum", "dolor", "sit", "amet", "café", "build", "ok", "test", "✓", "pass", "fn"];
     let mut s = String::new();
     while s.len() < bytes {
-        s.push_str(WORDS[rng.below(WORDS.len())]);
+        s.push_str(WORDS[rng.usize(..WORDS.len())]);
         s.push(' ');
     }
     s
@@ -81,7 +67,7 @@ fn finish(name: &'static str, initial: Value, edits: Vec<Value>, step: impl Fn(&
 }
 
 fn transcript() -> Workload {
-    let mut rng = Rng(21);
+    let mut rng = Rng::with_seed(21);
     let edits: Vec<Value> = (0..STEPS)
         .map(|i| {
             let line = format!("[{i:04}] {}\n", words(&mut rng, 52));
@@ -103,22 +89,22 @@ fn transcript() -> Workload {
 }
 
 fn item(id: usize, rng: &mut Rng) -> Value {
-    json!({"id": id, "title": words(rng, 24), "done": rng.below(2) == 1})
+    json!({"id": id, "title": words(rng, 24), "done": rng.bool()})
 }
 
 fn list() -> Workload {
-    let mut rng = Rng(1021);
+    let mut rng = Rng::with_seed(1021);
     let items: Vec<Value> = (0..1000).map(|i| item(i, &mut rng)).collect();
     let mut len = items.len();
     let edits: Vec<Value> = (0..STEPS)
         .map(|i| {
             if i % 2 == 0 {
-                let at = rng.below(len + 1);
+                let at = rng.usize(..=len);
                 len += 1;
                 json!({"insert": [at, item(10_000 + i, &mut rng)]})
             } else {
                 len -= 1;
-                json!({"remove": rng.below(len + 1)})
+                json!({"remove": rng.usize(..=len)})
             }
         })
         .collect();

@@ -49,8 +49,8 @@ struct Stream {
 }
 
 fn stream(rng: &mut Rng) -> Stream {
-    let shape = Shape { integer_keys: rng.chance(20), reserved_keys: rng.chance(10) };
-    let mut current = if rng.chance(85) {
+    let shape = Shape { integer_keys: rng.u8(..100) < 20, reserved_keys: rng.u8(..100) < 10 };
+    let mut current = if rng.u8(..100) < 85 {
         // Mostly an object at the root, as Chord's state members are.
         let mut v = value(rng, 3, shape);
         if !v.is_object() {
@@ -67,12 +67,12 @@ fn stream(rng: &mut Rng) -> Stream {
     let mut wire = vec![encoder.encode_json(ops[0].clone())];
     let mut publisher = StatePublisher::new(current.clone());
     assert_eq!(publisher.snapshot_ops(), wire[0]);
-    for _ in 0..1 + rng.below(6) {
+    for _ in 0..1 + rng.usize(..6) {
         let mut next = current.clone();
-        for _ in 0..1 + rng.below(3) {
+        for _ in 0..1 + rng.usize(..3) {
             edit(rng, &mut next, shape);
         }
-        let reset = rng.chance(8);
+        let reset = rng.u8(..100) < 8;
         let batch = if reset { vec![Op::Replace(next.clone())] } else { diff(&current, &next) };
         let encoded = encoder.encode_json(batch.clone());
         // The publisher writes the same batches (a reset is its snapshot).
@@ -98,7 +98,7 @@ fn ops_json(batch: &[Op]) -> Value {
 #[test]
 fn streams() {
     let Some(mut oracle) = oracle("delta_oracle::streams") else { return };
-    let mut rng = Rng::new(seed());
+    let mut rng = Rng::with_seed(seed());
     let (mut batches, mut exact) = (0usize, 0usize);
     for case in 0..cases() {
         let s = stream(&mut rng);
@@ -156,21 +156,21 @@ fn streams() {
 /// A random mutation of one wire batch.
 fn mutate(rng: &mut Rng, batch: &mut Value) {
     let Some(ops) = batch.as_array_mut() else { return };
-    if ops.is_empty() || rng.chance(10) {
-        ops.insert(rng.below(ops.len() + 1), random_op(rng));
+    if ops.is_empty() || rng.u8(..100) < 10 {
+        ops.insert(rng.usize(..=ops.len()), random_op(rng));
         return;
     }
-    let at = rng.below(ops.len());
-    match rng.below(6) {
+    let at = rng.usize(..ops.len());
+    match rng.usize(..6) {
         0 => {
             ops.remove(at);
         }
         1 => {
             let dup = ops[at].clone();
-            ops.insert(rng.below(ops.len() + 1), dup);
+            ops.insert(rng.usize(..=ops.len()), dup);
         }
         2 => {
-            let other = rng.below(ops.len());
+            let other = rng.usize(..ops.len());
             ops.swap(at, other);
         }
         _ => mutate_op(rng, &mut ops[at]),
@@ -178,14 +178,14 @@ fn mutate(rng: &mut Rng, batch: &mut Value) {
 }
 
 fn random_segment(rng: &mut Rng) -> Value {
-    match rng.below(11) {
+    match rng.usize(..11) {
         0 => json!("__proto__"),
         1 => json!("constructor"),
         2 => json!(-1),
         3 => json!(1.5),
         4 => json!(true),
         5 => json!("0"),
-        6 => json!(rng.below(4)),
+        6 => json!(rng.usize(..4)),
         7 => json!(1_000_000),
         8 => json!(null),
         9 => json!("log"),
@@ -194,20 +194,20 @@ fn random_segment(rng: &mut Rng) -> Value {
 }
 
 fn random_number(rng: &mut Rng) -> Value {
-    match rng.below(8) {
+    match rng.usize(..8) {
         0 => json!(-1),
         1 => json!(0.5),
         2 => json!("1"),
         3 => json!(1e300),
         4 => json!(9_007_199_254_740_991u64),
-        _ => json!(rng.below(8)),
+        _ => json!(rng.usize(..8)),
     }
 }
 
 fn random_op(rng: &mut Rng) -> Value {
-    let path = if rng.chance(50) { json!(rng.below(4)) } else { json!([random_segment(rng)]) };
-    match rng.below(9) {
-        0 => json!(["#", rng.below(4), [random_segment(rng)]]),
+    let path = if rng.bool() { json!(rng.usize(..4)) } else { json!([random_segment(rng)]) };
+    match rng.usize(..9) {
+        0 => json!(["#", rng.usize(..4), [random_segment(rng)]]),
         1 => json!(["s", path, 1]),
         2 => json!(["d", path]),
         3 => json!(["a", path, "x"]),
@@ -224,9 +224,9 @@ fn mutate_op(rng: &mut Rng, op: &mut Value) {
     if t.is_empty() {
         return;
     }
-    let at = rng.below(t.len());
-    match rng.below(8) {
-        0 => t[0] = json!(*rng.pick(&["r", "s", "d", "a", "t", "p", "#", "x", ""])),
+    let at = rng.usize(..t.len());
+    match rng.usize(..8) {
+        0 => t[0] = json!(*rng.choice(&["r", "s", "d", "a", "t", "p", "#", "x", ""]).unwrap()),
         1 => {
             t.remove(at);
         }
@@ -235,14 +235,14 @@ fn mutate_op(rng: &mut Rng, op: &mut Value) {
         4 => t[at] = json!([random_segment(rng)]),
         5 => {
             if let Some(path) = t.get_mut(1).and_then(Value::as_array_mut) {
-                let p = rng.below(path.len() + 1);
+                let p = rng.usize(..=path.len());
                 path.insert(p, random_segment(rng));
             } else {
-                t[at] = json!(rng.below(4));
+                t[at] = json!(rng.usize(..4));
             }
         }
         6 => t[at] = json!({"k": [1, 2]}),
-        _ => t[at] = json!(*rng.pick(&["text", "😀", ""])),
+        _ => t[at] = json!(*rng.choice(&["text", "😀", ""]).unwrap()),
     }
 }
 
@@ -274,13 +274,13 @@ fn rust_verdict(wire: &[Value]) -> Result<Vec<Value>, (usize, DeltaError)> {
 #[test]
 fn verdicts() {
     let Some(mut oracle) = oracle("delta_oracle::verdicts") else { return };
-    let mut rng = Rng::new(seed() ^ 0x5EED);
+    let mut rng = Rng::with_seed(seed() ^ 0x5EED);
     let (mut refused, mut surrogate) = (0usize, 0usize);
     for case in 0..cases() {
         let s = stream(&mut rng);
         let mut wire = s.wire.clone();
-        for _ in 0..1 + rng.below(2) {
-            let at = if rng.chance(15) { 0 } else { rng.below(wire.len()) };
+        for _ in 0..1 + rng.usize(..2) {
+            let at = if rng.u8(..100) < 15 { 0 } else { rng.usize(..wire.len()) };
             mutate(&mut rng, &mut wire[at]);
         }
         let answer = oracle.ask(&json!({"kind": "verdict", "wire": wire}));

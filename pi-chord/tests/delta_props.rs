@@ -79,7 +79,7 @@ proptest! {
 
     #[test]
     fn diff_then_apply_reaches_an_edited_target(start in json(), seed in any::<u64>(), steps in 1usize..6) {
-        let mut rng = Rng::new(seed);
+        let mut rng = Rng::with_seed(seed);
         let shape = Shape { integer_keys: true, reserved_keys: true };
         let mut publisher = StatePublisher::new(start.clone());
         let mut replica = StateReplica::from_snapshot_ops(&publisher.snapshot_ops()).map_err(|e| TestCaseError::fail(format!("{e}")))?;

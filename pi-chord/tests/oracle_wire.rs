@@ -25,29 +25,8 @@ use pi_chord::wire::{Catalogue, ControlCall, ServiceCall, Snapshot, Update};
 use pi_protocol_runtime::Payload;
 use serde_json::{json, Map, Value};
 
-/// A small deterministic generator (xorshift64*), so that a seed replays a run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+// The seeded generator of the cases (`Rng::with_seed`), so that a seed replays a run.
+use fastrand::Rng;
 
 const IDS: &[&str] = &["a", "demo.counter", "service-1", "$chord.service", "é", "x y", "__proto__", "count", "r"];
 const KEYS: &[&str] = &[
@@ -73,36 +52,36 @@ const KEYS: &[&str] = &[
 const SEGMENTS: &[&str] = &["value", "log", "a", "", "__proto__", "constructor", "prototype", "0"];
 
 fn id(rng: &mut Rng) -> Value {
-    Value::from(*rng.pick(IDS))
+    Value::from(*rng.choice(IDS).unwrap())
 }
 
 /// A number JavaScript and the payload both read the same: small integers, integral and
 /// fractional floats, negative zero, the largest safe integer.
 fn number(rng: &mut Rng) -> Value {
-    match rng.below(8) {
+    match rng.usize(..8) {
         0 => json!(-1),
         1 => json!(0),
         2 => json!(1.5),
         3 => json!(-0.0),
         4 => json!(2.0),
         5 => json!(9_007_199_254_740_991_i64),
-        _ => json!(rng.below(6)),
+        _ => json!(rng.usize(..6)),
     }
 }
 
 fn any(rng: &mut Rng, depth: u32) -> Value {
     let top = if depth == 0 { 5 } else { 7 };
-    match rng.below(top) {
+    match rng.usize(..top) {
         0 => Value::Null,
-        1 => Value::Bool(rng.chance(50)),
+        1 => Value::Bool(rng.bool()),
         2 => number(rng),
         3 => id(rng),
         4 => Value::from(""),
-        5 => Value::Array((0..rng.below(3)).map(|_| any(rng, depth - 1)).collect()),
+        5 => Value::Array((0..rng.usize(..3)).map(|_| any(rng, depth - 1)).collect()),
         _ => {
             let mut map = Map::new();
-            for _ in 0..rng.below(3) {
-                map.insert((*rng.pick(KEYS)).to_string(), any(rng, depth - 1));
+            for _ in 0..rng.usize(..3) {
+                map.insert((*rng.choice(KEYS).unwrap()).to_string(), any(rng, depth - 1));
             }
             Value::Object(map)
         }
@@ -110,27 +89,35 @@ fn any(rng: &mut Rng, depth: u32) -> Value {
 }
 
 fn address(rng: &mut Rng) -> Value {
-    json!({"key": id(rng), "generation": 1 + rng.below(4)})
+    json!({"key": id(rng), "generation": 1 + rng.usize(..4)})
 }
 
 fn path(rng: &mut Rng) -> Value {
     Value::Array(
-        (0..rng.below(3))
-            .map(|_| if rng.chance(70) { Value::from(*rng.pick(SEGMENTS)) } else { json!(rng.below(3)) })
+        (0..rng.usize(..3))
+            .map(
+                |_| {
+                    if rng.u8(..100) < 70 {
+                        Value::from(*rng.choice(SEGMENTS).unwrap())
+                    } else {
+                        json!(rng.usize(..3))
+                    }
+                },
+            )
             .collect(),
     )
 }
 
 fn path_ref(rng: &mut Rng) -> Value {
-    if rng.chance(40) {
-        json!(rng.below(3))
+    if rng.u8(..100) < 40 {
+        json!(rng.usize(..3))
     } else {
         path(rng)
     }
 }
 
 fn op(rng: &mut Rng) -> Value {
-    match rng.below(12) {
+    match rng.usize(..12) {
         0 => json!(["r", any(rng, 2)]),
         1 => json!(["s", path_ref(rng), any(rng, 1)]),
         2 => json!(["s", any(rng, 1)]),
@@ -138,54 +125,54 @@ fn op(rng: &mut Rng) -> Value {
         4 => json!(["d"]),
         5 => json!(["a", path_ref(rng), "tail"]),
         6 => json!(["a", "tail"]),
-        7 => json!(["t", path_ref(rng), rng.below(4)]),
-        8 => json!(["t", rng.below(4)]),
-        9 => json!(["p", path_ref(rng), rng.below(3), rng.below(3), [any(rng, 1)]]),
-        10 => json!(["p", rng.below(3), rng.below(3), []]),
-        _ => json!(["#", rng.below(3), path(rng)]),
+        7 => json!(["t", path_ref(rng), rng.usize(..4)]),
+        8 => json!(["t", rng.usize(..4)]),
+        9 => json!(["p", path_ref(rng), rng.usize(..3), rng.usize(..3), [any(rng, 1)]]),
+        10 => json!(["p", rng.usize(..3), rng.usize(..3), []]),
+        _ => json!(["#", rng.usize(..3), path(rng)]),
     }
 }
 
 fn ops(rng: &mut Rng) -> Value {
-    Value::Array((0..rng.below(4)).map(|_| op(rng)).collect())
+    Value::Array((0..rng.usize(..4)).map(|_| op(rng)).collect())
 }
 
 fn member(rng: &mut Rng) -> Value {
-    if rng.chance(40) {
+    if rng.u8(..100) < 40 {
         json!({"name": id(rng), "kind": "method"})
     } else {
-        json!({"name": id(rng), "kind": "state", "sequence": rng.below(4), "ops": ops(rng)})
+        json!({"name": id(rng), "kind": "state", "sequence": rng.usize(..4), "ops": ops(rng)})
     }
 }
 
 fn instance(rng: &mut Rng) -> Value {
     let mut map = Map::new();
-    if rng.chance(50) {
+    if rng.bool() {
         map.insert("instance".into(), address(rng));
     }
-    map.insert("members".into(), Value::Array((0..rng.below(3)).map(|_| member(rng)).collect()));
+    map.insert("members".into(), Value::Array((0..rng.usize(..3)).map(|_| member(rng)).collect()));
     Value::Object(map)
 }
 
 fn mode(rng: &mut Rng) -> Value {
-    Value::from(*rng.pick(&["singleton", "keyed"]))
+    Value::from(*rng.choice(&["singleton", "keyed"]).unwrap())
 }
 
 fn call(rng: &mut Rng) -> Value {
     let mut map = Map::new();
-    let control = rng.chance(50);
+    let control = rng.bool();
     map.insert("serviceId".into(), if control { json!("$chord.service") } else { id(rng) });
-    if rng.chance(if control { 10 } else { 40 }) {
+    if rng.u8(..100) < if control { 10 } else { 40 } {
         map.insert("instance".into(), address(rng));
     }
     let members = ["catalogue", "subscribe", "unsubscribe", "other"];
-    let member = if control { *rng.pick(&members) } else { rng.pick(IDS) };
+    let member = if control { *rng.choice(&members).unwrap() } else { rng.choice(IDS).unwrap() };
     map.insert("member".into(), json!(member));
     let args = match (control, member) {
         (true, "catalogue") => json!([]),
         (true, "subscribe") => json!([id(rng), id(rng), mode(rng)]),
         (true, "unsubscribe") => json!([id(rng)]),
-        _ => Value::Array((0..rng.below(3)).map(|_| any(rng, 2)).collect()),
+        _ => Value::Array((0..rng.usize(..3)).map(|_| any(rng, 2)).collect()),
     };
     map.insert("args".into(), args);
     Value::Object(map)
@@ -193,9 +180,9 @@ fn call(rng: &mut Rng) -> Value {
 
 fn catalogue(rng: &mut Rng) -> Value {
     let mut ids: Vec<&str> = IDS.to_vec();
-    let entries = (0..rng.below(4))
+    let entries = (0..rng.usize(..4))
         .map(|_| {
-            let id = ids.remove(rng.below(ids.len()));
+            let id = ids.remove(rng.usize(..ids.len()));
             json!({"serviceId": id, "mode": mode(rng)})
         })
         .collect();
@@ -203,19 +190,19 @@ fn catalogue(rng: &mut Rng) -> Value {
 }
 
 fn snapshot(rng: &mut Rng) -> Value {
-    json!({"serviceId": id(rng), "mode": mode(rng), "instances": (0..rng.below(3)).map(|_| instance(rng)).collect::<Vec<_>>()})
+    json!({"serviceId": id(rng), "mode": mode(rng), "instances": (0..rng.usize(..3)).map(|_| instance(rng)).collect::<Vec<_>>()})
 }
 
 fn update(rng: &mut Rng) -> Value {
-    match rng.below(5) {
+    match rng.usize(..5) {
         0 => {
             let mut map = Map::new();
             map.insert("type".into(), json!("state"));
-            if rng.chance(50) {
+            if rng.bool() {
                 map.insert("instance".into(), address(rng));
             }
             map.insert("member".into(), id(rng));
-            map.insert("sequence".into(), json!(1 + rng.below(4)));
+            map.insert("sequence".into(), json!(1 + rng.usize(..4)));
             map.insert("ops".into(), ops(rng));
             Value::Object(map)
         }
@@ -266,43 +253,43 @@ fn mutate(rng: &mut Rng, value: &mut Value) {
         *value = any(rng, 2);
         return;
     }
-    let target = at_path(value, rng.pick(&found).clone().as_slice());
-    let replacement = |rng: &mut Rng, old: &Value| match (old, rng.below(4)) {
+    let target = at_path(value, rng.choice(&found).unwrap().clone().as_slice());
+    let replacement = |rng: &mut Rng, old: &Value| match (old, rng.usize(..4)) {
         (Value::String(_), 0) => Value::from(""),
         (Value::Number(_), 0 | 1) => number(rng),
         (_, 2) => id(rng),
         _ => any(rng, 2),
     };
     match target {
-        Value::Object(map) => match rng.below(3) {
+        Value::Object(map) => match rng.usize(..3) {
             0 if !map.is_empty() => {
-                let key = map.keys().nth(rng.below(map.len())).unwrap().clone();
+                let key = map.keys().nth(rng.usize(..map.len())).unwrap().clone();
                 map.remove(&key);
             }
             1 if !map.is_empty() => {
-                let key = map.keys().nth(rng.below(map.len())).unwrap().clone();
+                let key = map.keys().nth(rng.usize(..map.len())).unwrap().clone();
                 let new = replacement(rng, &map[&key]);
                 map.insert(key, new);
             }
             _ => {
-                map.insert((*rng.pick(KEYS)).to_string(), any(rng, 1));
+                map.insert((*rng.choice(KEYS).unwrap()).to_string(), any(rng, 1));
             }
         },
-        Value::Array(items) => match rng.below(4) {
+        Value::Array(items) => match rng.usize(..4) {
             0 if !items.is_empty() => {
-                items.remove(rng.below(items.len()));
+                items.remove(rng.usize(..items.len()));
             }
             1 if !items.is_empty() => {
-                let i = rng.below(items.len());
+                let i = rng.usize(..items.len());
                 items[i] = replacement(rng, &items[i]);
             }
             2 if !items.is_empty() => {
                 // A catalogue's id given twice, an op's verb changed, ... : copy one element.
-                let copy = items[rng.below(items.len())].clone();
+                let copy = items[rng.usize(..items.len())].clone();
                 items.push(copy);
             }
             _ => {
-                let at = rng.below(items.len() + 1);
+                let at = rng.usize(..=items.len());
                 items.insert(at, any(rng, 1));
             }
         },
@@ -407,15 +394,15 @@ fn chord_and_pi_chord_agree_on_every_wire_value() {
     };
     let cases = env_number("PI_CHORD_ORACLE_CASES", 4_000);
     let seed = env_number("PI_CHORD_ORACLE_SEED", 0x5eed_c0de);
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::with_seed(seed);
     let kinds = ["call", "catalogue", "snapshot", "update"];
     let generate: [fn(&mut Rng) -> Value; 4] = [call, catalogue, snapshot, update];
     let mut inputs = Vec::with_capacity(cases as usize);
     for i in 0..cases {
         let k = (i % 4) as usize;
         let mut value = generate[k](&mut rng);
-        if rng.chance(60) {
-            for _ in 0..1 + rng.below(2) {
+        if rng.u8(..100) < 60 {
+            for _ in 0..1 + rng.usize(..2) {
                 mutate(&mut rng, &mut value);
             }
         }

@@ -42,25 +42,23 @@ use crate::model::{Checks, Member, Model, Shape, Side, Struct, TypeExpr, TypeKin
 
 mod mutate;
 
-/// A small, fast, seeded generator (SplitMix64): reproducible draws for tests, witnesses, the
-/// conformance generator of `cargo xtask conformance`.
+/// The seeded generator of every draw: a [`fastrand::Rng`] (wyrand) behind the few ways a
+/// sampler draws, so that a seed replays the same values (tests, witnesses, the conformance
+/// generator of `cargo xtask conformance`, whose `--seed` replays a run). The workspace's
+/// tests, benches and examples draw from the same generator.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
-    /// A generator seeded with `seed`.
+    /// A generator seeded with `seed`: two generators of the same seed draw the same numbers.
     #[must_use]
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(fastrand::Rng::with_seed(seed))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.u64(..)
     }
 
     /// A number in `0..n` (`0` when `n` is 0).
@@ -68,13 +66,17 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next_u64() % n
+            self.0.u64(..n)
         }
     }
 
-    /// A number in `lo..=hi`.
+    /// A number in `lo..=hi` (`lo` when `hi` is below it).
     pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi.saturating_sub(lo).saturating_add(1))
+        if hi < lo {
+            lo
+        } else {
+            self.0.u64(lo..=hi)
+        }
     }
 
     /// `true` with probability `1 / n`.
@@ -89,17 +91,21 @@ impl Rng {
 
     /// An index in `0..n` (`0` when `n` is 0).
     pub fn index(&mut self, n: usize) -> usize {
-        self.below(n as u64) as usize
+        if n == 0 {
+            0
+        } else {
+            self.0.usize(..n)
+        }
     }
 
     /// A uniform float in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.f64()
     }
 
     /// One of `items` (which must not be empty).
     pub fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
-        &items[self.below(items.len() as u64) as usize]
+        &items[self.0.usize(..items.len())]
     }
 }
 
@@ -649,6 +655,11 @@ mod tests {
         assert!(indexes.iter().all(|&i| i < 3));
         assert!((0..3).all(|i| indexes.contains(&i)));
         assert_eq!(rng.index(0), 0);
+        assert_eq!(rng.below(0), 0);
+        assert_eq!((rng.between(5, 5), rng.between(9, 3)), (5, 9));
+        let between: Vec<u64> = (0..300).map(|_| rng.between(2, 4)).collect();
+        assert!(between.iter().all(|n| (2..=4).contains(n)));
+        assert!((2..=4).all(|n| between.contains(&n)));
     }
 
     /// A pattern without `maxLength` once capped drawn strings at 20 characters, so no UUID

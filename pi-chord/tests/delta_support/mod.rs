@@ -9,30 +9,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Map, Value};
 
-/// SplitMix64: small, seeded, reproducible.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    pub fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+/// The seeded generator of the Delta tests (`Rng::with_seed`): a seed replays the same values
+/// and edits.
+pub use fastrand::Rng;
 
 /// What the generated values may contain.
 #[derive(Clone, Copy)]
@@ -50,43 +29,43 @@ const INTEGER_KEYS: [&str; 3] = ["0", "7", "42"];
 const RESERVED: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
 pub fn string(rng: &mut Rng) -> String {
-    if rng.chance(5) {
+    if rng.u8(..100) < 5 {
         // Repetitive text: many overlap candidates.
-        return "ab".repeat(rng.below(60));
+        return "ab".repeat(rng.usize(..60));
     }
-    (0..rng.below(10)).map(|_| *rng.pick(&PIECES)).collect()
+    (0..rng.usize(..10)).map(|_| *rng.choice(&PIECES).unwrap()).collect()
 }
 
 pub fn key(rng: &mut Rng, shape: Shape) -> String {
-    if shape.integer_keys && rng.chance(15) {
-        return rng.pick(&INTEGER_KEYS).to_string();
+    if shape.integer_keys && rng.u8(..100) < 15 {
+        return rng.choice(&INTEGER_KEYS).unwrap().to_string();
     }
-    if shape.reserved_keys && rng.chance(3) {
-        return rng.pick(&RESERVED).to_string();
+    if shape.reserved_keys && rng.u8(..100) < 3 {
+        return rng.choice(&RESERVED).unwrap().to_string();
     }
-    rng.pick(&KEYS).to_string()
+    rng.choice(&KEYS).unwrap().to_string()
 }
 
 pub fn scalar(rng: &mut Rng) -> Value {
-    match rng.below(6) {
+    match rng.usize(..6) {
         0 => Value::Null,
-        1 => Value::Bool(rng.chance(50)),
-        2 => Value::from(rng.below(1000) as i64 - 300),
+        1 => Value::Bool(rng.bool()),
+        2 => Value::from(rng.usize(..1000) as i64 - 300),
         // Fractional, so that JavaScript gives the same number back.
-        3 => Value::from(rng.below(1000) as f64 - 300.5),
+        3 => Value::from(rng.usize(..1000) as f64 - 300.5),
         _ => Value::String(string(rng)),
     }
 }
 
 pub fn value(rng: &mut Rng, depth: usize, shape: Shape) -> Value {
-    if depth == 0 || rng.chance(35) {
+    if depth == 0 || rng.u8(..100) < 35 {
         return scalar(rng);
     }
-    if rng.chance(50) {
-        Value::Array((0..rng.below(6)).map(|_| value(rng, depth - 1, shape)).collect())
+    if rng.bool() {
+        Value::Array((0..rng.usize(..6)).map(|_| value(rng, depth - 1, shape)).collect())
     } else {
         let mut map = Map::new();
-        for _ in 0..rng.below(6) {
+        for _ in 0..rng.usize(..6) {
             map.insert(key(rng, shape), value(rng, depth - 1, shape));
         }
         Value::Object(map)
@@ -96,14 +75,14 @@ pub fn value(rng: &mut Rng, depth: usize, shape: Shape) -> Value {
 /// A random edit somewhere in `v` (in place).
 pub fn edit(rng: &mut Rng, v: &mut Value, shape: Shape) {
     // Walk down to a random node.
-    if rng.chance(55) {
+    if rng.u8(..100) < 55 {
         match v {
             Value::Array(items) if !items.is_empty() => {
-                let i = rng.below(items.len());
+                let i = rng.usize(..items.len());
                 return edit(rng, &mut items[i], shape);
             }
             Value::Object(map) if !map.is_empty() => {
-                let k = map.keys().nth(rng.below(map.len())).cloned().unwrap_or_default();
+                let k = map.keys().nth(rng.usize(..map.len())).cloned().unwrap_or_default();
                 if let Some(child) = map.get_mut(&k) {
                     return edit(rng, child, shape);
                 }
@@ -112,23 +91,23 @@ pub fn edit(rng: &mut Rng, v: &mut Value, shape: Shape) {
         }
     }
     match v {
-        Value::String(s) => match rng.below(5) {
+        Value::String(s) => match rng.usize(..5) {
             0 | 1 => s.push_str(&string(rng)),
             2 => {
                 // A moving window: drop characters from the front, append.
-                let drop = rng.below(s.chars().count() + 1);
+                let drop = rng.usize(..=s.chars().count());
                 let rest: String = s.chars().skip(drop).collect();
                 *s = rest + &string(rng);
             }
             3 => {
-                let keep = rng.below(s.chars().count() + 1);
+                let keep = rng.usize(..=s.chars().count());
                 *s = s.chars().take(keep).collect();
             }
             _ => *s = string(rng),
         },
-        Value::Array(items) => match rng.below(7) {
+        Value::Array(items) => match rng.usize(..7) {
             0 | 1 => {
-                for _ in 0..=rng.below(3) {
+                for _ in 0..=rng.usize(..3) {
                     items.push(value(rng, 2, shape));
                 }
             }
@@ -136,15 +115,15 @@ pub fn edit(rng: &mut Rng, v: &mut Value, shape: Shape) {
                 items.pop();
             }
             3 => {
-                let at = rng.below(items.len() + 1);
+                let at = rng.usize(..=items.len());
                 items.insert(at, value(rng, 2, shape));
             }
             4 if !items.is_empty() => {
-                let at = rng.below(items.len());
+                let at = rng.usize(..items.len());
                 items.remove(at);
             }
             5 if !items.is_empty() => {
-                let at = rng.below(items.len());
+                let at = rng.usize(..items.len());
                 items[at] = value(rng, 2, shape);
             }
             _ => {
@@ -154,12 +133,12 @@ pub fn edit(rng: &mut Rng, v: &mut Value, shape: Shape) {
                 items.push(value(rng, 1, shape));
             }
         },
-        Value::Object(map) => match rng.below(4) {
+        Value::Object(map) => match rng.usize(..4) {
             0 | 1 => {
                 map.insert(key(rng, shape), value(rng, 2, shape));
             }
             2 if !map.is_empty() => {
-                let k = map.keys().nth(rng.below(map.len())).cloned().unwrap_or_default();
+                let k = map.keys().nth(rng.usize(..map.len())).cloned().unwrap_or_default();
                 map.remove(&k);
             }
             _ => *v = value(rng, 2, shape),

@@ -6,7 +6,7 @@
 use super::cbor::{head, Item, Width};
 use serde_json::{json, Map, Number, Value};
 
-/// The project's one seeded generator (SplitMix64), shared with the generator's sampler.
+/// The project's one seeded generator (over `fastrand`), shared with the generator's sampler.
 pub use pi_protocol_gen::sample::Rng;
 
 /// Keys that trip up JavaScript objects, sorting, or key-order rules.

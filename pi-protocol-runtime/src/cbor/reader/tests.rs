@@ -316,26 +316,6 @@ fn containers_read_inline_keep_every_limit() {
     }
 }
 
-/// A small deterministic generator (xorshift64*), for the differential loop below.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
 /// Map keys close to each other: schema keys and variants that differ in one byte at
 /// 0..16, keys of 7 and 8 bytes whose plain fingerprints agree, keys equal in their
 /// first eight bytes, non-ASCII keys.
@@ -376,8 +356,8 @@ const HOSTILE_KEYS: [&[u8]; 34] = [
     b"\xff",
 ];
 
-fn push_text(out: &mut Vec<u8>, t: &[u8], rng: &mut Rng) {
-    let long = rng.below(16) == 0;
+fn push_text(out: &mut Vec<u8>, t: &[u8], rng: &mut fastrand::Rng) {
+    let long = rng.u64(..16) == 0;
     if t.len() < 24 && !long {
         out.push(0x60 + t.len() as u8);
     } else if t.len() < 256 {
@@ -389,7 +369,7 @@ fn push_text(out: &mut Vec<u8>, t: &[u8], rng: &mut Rng) {
     out.extend_from_slice(t);
 }
 
-fn hostile_scalar(out: &mut Vec<u8>, rng: &mut Rng, plainish: bool) {
+fn hostile_scalar(out: &mut Vec<u8>, rng: &mut fastrand::Rng, plainish: bool) {
     const FLOATS: [u64; 16] = [
         0x433f_ffff_ffff_ffff, // 2^53 - 1
         0xc33f_ffff_ffff_ffff, // -(2^53 - 1)
@@ -408,32 +388,35 @@ fn hostile_scalar(out: &mut Vec<u8>, rng: &mut Rng, plainish: bool) {
         0x433f_ffff_ffff_fffe, // 2^53 - 2
         0x4340_0000_0000_0001, // 2^53 + 2
     ];
-    match rng.below(14) {
-        0 => out.push(rng.below(0x18) as u8 | if rng.below(2) == 0 { 0 } else { 0x20 }),
+    match rng.u64(..14) {
+        0 => out.push(rng.u8(..0x18) | if rng.bool() { 0 } else { 0x20 }),
         1 => {
-            let major = if rng.below(2) == 0 { 0 } else { 0x20 };
-            let ai = 24 + rng.below(if plainish { 3 } else { 4 }) as u8;
+            let major = if rng.bool() { 0 } else { 0x20 };
+            let ai = 24 + rng.u64(..if plainish { 3 } else { 4 }) as u8;
             out.push(major | ai);
             for _ in 0..(1 << (ai - 24)) {
-                out.push(*rng.pick(&[0u8, 0xff, 0x1f, 0x20, 0x01]));
+                out.push(*rng.choice(&[0u8, 0xff, 0x1f, 0x20, 0x01]).unwrap());
             }
         }
         2 | 3 => {
             out.push(FLOAT64);
-            out.extend_from_slice(&rng.pick(&FLOATS).to_be_bytes());
+            out.extend_from_slice(&rng.choice(&FLOATS).unwrap().to_be_bytes());
         }
-        4 if plainish => out.push(*rng.pick(&[0xf4u8, 0xf5, 0xf6])),
-        4 => out.push(*rng.pick(&[
-            0xf4u8, 0xf5, 0xf6, 0xf7, 0xf3, 0xf8, 0xf9, 0xfa, 0xfc, 0xff, 0xc0, 0xd8, 0x40, 0x41, 0x5f, 0x7f, 0x9f,
-            0xbf,
-        ])),
+        4 if plainish => out.push(*rng.choice(&[0xf4u8, 0xf5, 0xf6]).unwrap()),
+        4 => out.push(
+            *rng.choice(&[
+                0xf4u8, 0xf5, 0xf6, 0xf7, 0xf3, 0xf8, 0xf9, 0xfa, 0xfc, 0xff, 0xc0, 0xd8, 0x40, 0x41, 0x5f, 0x7f, 0x9f,
+                0xbf,
+            ])
+            .unwrap(),
+        ),
         5..=8 => {
-            let bound = if rng.below(8) == 0 && !plainish { 300 } else { 26 };
-            let len = rng.below(bound) as usize;
-            let mut t: Vec<u8> = (0..len).map(|_| b' ' + rng.below(95) as u8).collect();
-            if len > 0 && rng.below(if plainish { 64 } else { 4 }) == 0 {
-                let at = rng.below(len as u64) as usize;
-                t[at] = *rng.pick(&[0x80u8, 0xc3, 0xff, 0x7f, 0x00]);
+            let bound = if rng.u64(..8) == 0 && !plainish { 300 } else { 26 };
+            let len = rng.u64(..bound) as usize;
+            let mut t: Vec<u8> = (0..len).map(|_| b' ' + rng.u8(..95)).collect();
+            if len > 0 && rng.u64(..if plainish { 64 } else { 4 }) == 0 {
+                let at = rng.usize(..len);
+                t[at] = *rng.choice(&[0x80u8, 0xc3, 0xff, 0x7f, 0x00]).unwrap();
                 if t[at] == 0xc3 && at + 1 < len {
                     t[at + 1] = 0xa9;
                 }
@@ -447,14 +430,14 @@ fn hostile_scalar(out: &mut Vec<u8>, rng: &mut Rng, plainish: bool) {
     }
 }
 
-fn hostile_item(out: &mut Vec<u8>, rng: &mut Rng, levels: u32, plainish: bool) {
-    if levels == 0 || rng.below(3) == 0 {
+fn hostile_item(out: &mut Vec<u8>, rng: &mut fastrand::Rng, levels: u32, plainish: bool) {
+    if levels == 0 || rng.u64(..3) == 0 {
         return hostile_scalar(out, rng, plainish);
     }
-    let n = if rng.below(8) == 0 { rng.below(if plainish { 18 } else { 20 }) } else { rng.below(6) } as usize;
-    let is_map = rng.below(2) == 0;
+    let n = if rng.u64(..8) == 0 { rng.u64(..if plainish { 18 } else { 20 }) } else { rng.u64(..6) } as usize;
+    let is_map = rng.bool();
     let major = if is_map { 0xa0 } else { 0x80 };
-    if n < 24 && (plainish || rng.below(16) != 0) {
+    if n < 24 && (plainish || rng.u64(..16) != 0) {
         out.push(major + n as u8);
     } else {
         out.extend_from_slice(&[major + 24, n as u8]);
@@ -462,13 +445,13 @@ fn hostile_item(out: &mut Vec<u8>, rng: &mut Rng, levels: u32, plainish: bool) {
     let mut keys: Vec<&[u8]> = Vec::new();
     for _ in 0..n {
         if is_map {
-            let key: &[u8] = if !keys.is_empty() && rng.below(12) == 0 {
-                keys[rng.below(keys.len() as u64) as usize]
+            let key: &[u8] = if !keys.is_empty() && rng.u64(..12) == 0 {
+                keys[rng.usize(..keys.len())]
             } else {
                 hostile_key(rng, plainish)
             };
             keys.push(key);
-            if rng.below(30) == 0 && !plainish {
+            if rng.u64(..30) == 0 && !plainish {
                 hostile_scalar(out, rng, plainish);
             } else {
                 push_text(out, key, rng);
@@ -479,9 +462,9 @@ fn hostile_item(out: &mut Vec<u8>, rng: &mut Rng, levels: u32, plainish: bool) {
 }
 
 /// One of [`HOSTILE_KEYS`]; with `plainish`, one the plain test may read (ASCII, short).
-fn hostile_key(rng: &mut Rng, plainish: bool) -> &'static [u8] {
+fn hostile_key(rng: &mut fastrand::Rng, plainish: bool) -> &'static [u8] {
     loop {
-        let key = HOSTILE_KEYS[rng.below(HOSTILE_KEYS.len() as u64) as usize];
+        let key = HOSTILE_KEYS[rng.usize(..HOSTILE_KEYS.len())];
         if !plainish || (key.len() < 24 && key.is_ascii()) {
             return key;
         }
@@ -524,28 +507,28 @@ fn hostile_items_and_their_mutations_agree_with_the_walk() {
     // and default limits at several reader depths. `PI_HOSTILE_CASES` runs more.
     let cases: u64 = std::env::var("PI_HOSTILE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
     let seed: u64 = std::env::var("PI_HOSTILE_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed);
-    let mut rng = Rng(seed | 1);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let (mut accepted, mut by_plain) = (0u64, 0u64);
     for _ in 0..cases {
         let mut item = Vec::new();
         // Half the items stay close to plain (short ASCII keys and texts, narrow containers,
         // no refused items), so that the plain test accepts many before their mutation.
-        let plainish = rng.below(2) == 0;
-        let levels = 1 + rng.below(if plainish { 7 } else { 8 }) as u32;
+        let plainish = rng.bool();
+        let levels = 1 + rng.u64(..if plainish { 7 } else { 8 }) as u32;
         hostile_item(&mut item, &mut rng, levels, plainish);
-        let limits = match rng.below(4) {
-            0 => CborLimits::new(rng.below(30), rng.below(18), rng.below(9)).unwrap(),
+        let limits = match rng.u64(..4) {
+            0 => CborLimits::new(rng.u64(..30), rng.u64(..18), rng.u64(..9)).unwrap(),
             _ => CborLimits::default(),
         };
-        let at = rng.below(3) as u32;
+        let at = rng.u64(..3) as u32;
         if at > limits.max_depth() {
             continue;
         }
         for variant in 0..4 {
             let mut input = item.clone();
             if variant > 0 && !input.is_empty() {
-                let i = rng.below(input.len() as u64) as usize;
-                let byte = if rng.below(2) == 0 { rng.next() as u8 } else { input[i] ^ (1 << rng.below(8)) };
+                let i = rng.usize(..input.len());
+                let byte = if rng.bool() { rng.u8(..) } else { input[i] ^ (1 << rng.u64(..8)) };
                 match variant {
                     1 => input[i] = byte,
                     2 => input.truncate(i),
