@@ -354,7 +354,7 @@ impl ChordEndpoint {
                 let Ok(id) = SubscriptionId::new(subscription_id.as_str()) else {
                     return Some(Err(CallError::internal("a subscription id the Pi protocol refuses")));
                 };
-                let held = registry.connections.get(&cx.key);
+                let held = registry.connections.get(&cx.key());
                 if held.is_some_and(|subs| subs.contains_key(&id)) {
                     return Some(Err(CallError::internal("Service subscription ID is already active")));
                 }
@@ -368,13 +368,13 @@ impl ChordEndpoint {
                     Err(error) => return Some(Err(CallError::internal(error))),
                 };
                 let subscriber = Subscriber { service: index, publisher, cx: cx.clone() };
-                registry.connections.entry(cx.key).or_default().insert(id, subscriber);
+                registry.connections.entry(cx.key()).or_default().insert(id, subscriber);
                 payload(snapshot.to_payload())
             }
             ControlCall::Unsubscribe { subscription_id } => {
                 let removed = SubscriptionId::new(subscription_id.as_str())
                     .ok()
-                    .and_then(|id| registry.connections.get_mut(&cx.key)?.remove(&id));
+                    .and_then(|id| registry.connections.get_mut(&cx.key())?.remove(&id));
                 match removed {
                     Some(_) => Ok(None),
                     None => Err(CallError::internal("Service subscription was not found")),
@@ -488,8 +488,7 @@ fn unknown(service: &str, member: &str) -> ChordError {
 impl Registry {
     /// Drops the subscriptions of connections that are gone.
     fn prune(&mut self) {
-        self.connections
-            .retain(|_, subscriptions| subscriptions.values().next().is_some_and(|s| !s.cx.out.is_closed()));
+        self.connections.retain(|_, subscriptions| subscriptions.values().next().is_some_and(|s| !s.cx.is_closed()));
     }
 }
 

@@ -271,6 +271,14 @@ pub trait Service: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub struct Context {
     cancel: CallCancel,
+    /// The connection's side of it, shared by every call's context (one reference count per
+    /// call, not a sender's two).
+    link: Arc<Link>,
+}
+
+/// What every call's [`Context`] on one connection shares.
+#[derive(Debug)]
+struct Link {
     out: mpsc::UnboundedSender<Outgoing>,
     connection: u64,
     /// Unique per connection in the process (the Chord endpoint's subscription table).
@@ -293,12 +301,24 @@ impl Context {
     /// before the call returns are sent before its response. Returns `false` once the
     /// connection is gone.
     pub fn publish(&self, subscription: SubscriptionId, update: Payload) -> bool {
-        self.out.send(Outgoing::Update(subscription, update)).is_ok()
+        self.link.out.send(Outgoing::Update(subscription, update)).is_ok()
     }
 
     /// The connection's number (from 1, in the order connections were accepted).
     pub fn connection(&self) -> u64 {
-        self.connection
+        self.link.connection
+    }
+
+    /// Unique per connection in the process.
+    #[cfg(feature = "chord")]
+    fn key(&self) -> u64 {
+        self.link.key
+    }
+
+    /// Whether the connection is gone.
+    #[cfg(feature = "chord")]
+    fn is_closed(&self) -> bool {
+        self.link.out.is_closed()
     }
 }
 
@@ -678,9 +698,8 @@ struct PendingSessionOp {
 struct ConnectionState<S> {
     shared: Arc<Shared<S>>,
     number: u64,
-    /// Unique per connection in the process.
-    key: u64,
-    out: mpsc::UnboundedSender<Outgoing>,
+    /// What each call's context holds of the connection (its sender of [`Outgoing`]).
+    link: Arc<Link>,
     /// The calls running as tasks, with their cancellation.
     running: HashMap<RequestId, CallCancel>,
     /// A call's cancellation signal no one holds any more, for the next call.
@@ -752,8 +771,7 @@ where
     let mut state = ConnectionState {
         shared: Arc::clone(&shared),
         number,
-        key: next_connection_key(),
-        out,
+        link: Arc::new(Link { out, connection: number, key: next_connection_key() }),
         running: HashMap::new(),
         session_calls: 0,
         session_ids: std::collections::HashSet::new(),
@@ -939,7 +957,7 @@ impl<S: Service> ConnectionState<S> {
             _ => {}
         }
         let cancel = self.spare_cancel.take().unwrap_or_default();
-        let cx = Context { cancel: cancel.clone(), out: self.out.clone(), connection: self.number, key: self.key };
+        let cx = Context { cancel: cancel.clone(), link: Arc::clone(&self.link) };
         let shared = Arc::clone(&self.shared);
         let is_session = session.is_some();
         let mut work: Pin<Box<dyn Future<Output = CallResult> + Send>> = match session {
@@ -977,7 +995,7 @@ impl<S: Service> ConnectionState<S> {
                 }
                 self.running.insert(id.clone(), cancel.clone());
                 let shared = Arc::clone(&self.shared);
-                let reply = Reply { id: Some(id), out: self.out.clone() };
+                let reply = Reply { id: Some(id), out: self.link.out.clone() };
                 tokio::spawn(async move {
                     let mut reply = reply;
                     let result = work.await;
