@@ -139,3 +139,14 @@ fn a_split_header_takes_only_its_own_missing_bytes() {
         decoder.end().unwrap();
     }
 }
+
+#[test]
+fn an_encoded_frame_may_be_exactly_the_limit_and_no_longer() {
+    // The limit counts the payload, not the 4-byte header.
+    assert_eq!(encode_frame(&[0xf6; 3], 3).unwrap(), vec![0, 0, 0, 3, 0xf6, 0xf6, 0xf6]);
+    let error = encode_frame(&[0xf6; 4], 3).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Frame);
+    assert_eq!(error.rule(), Rule::EncodedFrameTooLong { length: 4, limit: 3 });
+    assert_eq!(encode_frame(&[], 0).unwrap(), vec![0, 0, 0, 0]);
+    assert!(encode_frame(&[0xf6], 0).is_err());
+}
