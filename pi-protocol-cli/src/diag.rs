@@ -14,7 +14,7 @@ use pi_protocol::PathSegment;
 /// Deepest nesting the printer follows; deeper input is reported, not walked.
 const MAX_WALK_DEPTH: usize = 600;
 /// Largest integer magnitude the strict subset carries: 2^53 - 1.
-const MAX_SAFE: u64 = (1 << 53) - 1;
+const MAX_SAFE: u64 = pi_protocol::runtime::MAX_SAFE_INTEGER;
 /// Marks put around the offending item in the diagnostic text.
 pub const MARK_OPEN: &str = ">>>";
 /// See [`MARK_OPEN`].

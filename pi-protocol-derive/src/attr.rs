@@ -14,6 +14,8 @@ use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Expr, ExprLit, ExprUnary, Lit, LitStr, Token, UnOp};
 
 /// The largest magnitude an integer may have on the wire: 2^53 - 1 (docs/PROTOCOL.md section 2).
+/// The runtime's `MAX_SAFE_INTEGER` at expansion time: the derive does not depend on the runtime
+/// (the test below holds the two equal).
 pub const MAX_SAFE_INTEGER: i128 = (1 << 53) - 1;
 
 /// Collects every error found while reading one derive input, so the user sees all of them
@@ -565,4 +567,12 @@ fn parse_literal(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<LiteralAt
         Ok(())
     })?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_integer_bound_is_the_runtime_s() {
+        assert_eq!(super::MAX_SAFE_INTEGER, i128::from(pi_protocol_runtime::MAX_SAFE_INTEGER));
+    }
 }

@@ -34,7 +34,7 @@ const TRICKY_STRINGS: &[&str] = &[
 const JOINING: &[char] = &['\u{301}', '\u{FE0F}', '\u{1DC0}'];
 
 /// The largest integer a float64 holds exactly, and the bound of the integers the codecs take.
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+const MAX_SAFE_INTEGER: f64 = pi_protocol_runtime::MAX_SAFE_INTEGER as f64;
 
 impl Sampler<'_> {
     /// `value` (of the named type `rust_name`) with one place changed the way a faulty or
