@@ -470,7 +470,10 @@ impl FrameDecoder {
     /// `Frames` dropped before its end keeps the bytes it did not read (a copy, the one case in
     /// which this allocates for a chunk); their frames come first from the next call of
     /// `frames` or [`push_with`](Self::push_with), and [`end`](Self::end) refuses to end the
-    /// stream before they are read.
+    /// stream before they are read. For the rule that a header over the limit later in a chunk
+    /// wins over a frame that does not decode ([`undecoded_frame_error`]), the bytes left behind
+    /// are one chunk of their own: read before the next chunk, they give what pushing their chunk
+    /// gave; left behind by several iterators in a row, they count as one.
     ///
     /// ```
     /// use pi_protocol_runtime::FrameDecoder;
@@ -498,13 +501,14 @@ impl FrameDecoder {
                 chunk: &[],
                 delivered: false,
                 done: true,
+                from_backlog: false,
             };
         }
         let backlog = std::mem::take(&mut self.backlog);
         if self.state == State::Backlog {
             self.state = State::Open;
         }
-        Frames { decoder: self, backlog, backlog_read: 0, chunk, delivered: false, done: false }
+        Frames { decoder: self, backlog, backlog_read: 0, chunk, delivered: false, done: false, from_backlog: false }
     }
 
     /// One step of [`Frames::next_frame`] over `chunk`.
@@ -583,6 +587,9 @@ pub struct Frames<'d, 'c> {
     delivered: bool,
     /// Nothing more is returned (an error was, or the chunk went to the buffer at once).
     done: bool,
+    /// The last frame returned came whole from `backlog`: what follows it in its own chunk is
+    /// the rest of the backlog, not `chunk` (a later one).
+    from_backlog: bool,
 }
 
 impl Frames<'_, '_> {
@@ -605,11 +612,13 @@ impl Frames<'_, '_> {
             let mut rest = &self.backlog[self.backlog_read..];
             let found = self.decoder.pull(&mut rest);
             self.backlog_read = self.backlog.len() - rest.len();
+            self.from_backlog = !matches!(found, Ok(None));
             match found {
                 Ok(None) => self.decoder.pull(&mut self.chunk),
                 found => found,
             }
         } else {
+            self.from_backlog = false;
             self.decoder.pull(&mut self.chunk)
         };
         match found {
@@ -644,8 +653,9 @@ impl Frames<'_, '_> {
         match decode(payload) {
             Err(error) => {
                 self.done = true;
-                // A header over the limit later in the chunk wins, as in `push_with`.
-                let rest = if self.backlog_read < self.backlog.len() { &[][..] } else { self.chunk };
+                // A header over the limit later in the frame's own chunk wins, as in
+                // `push_with`: for a frame of the backlog, later in the backlog.
+                let rest = if self.from_backlog { &self.backlog[self.backlog_read..] } else { self.chunk };
                 let error = self.decoder.header_error_after(rest, error.with_offset(offset));
                 self.decoder.fail();
                 Some(Err(error))

@@ -150,3 +150,36 @@ fn an_encoded_frame_may_be_exactly_the_limit_and_no_longer() {
     assert_eq!(encode_frame(&[], 0).unwrap(), vec![0, 0, 0, 0]);
     assert!(encode_frame(&[0xf6], 0).is_err());
 }
+
+#[test]
+fn a_header_over_the_limit_later_in_the_backlog_wins_over_a_frame_from_it() {
+    // The first frame is read, then the iterator dropped: the rest of the chunk is kept (the
+    // backlog) and comes first from the next iterator. A frame from it that does not decode
+    // loses to a header over the limit later in the same chunk, as if the chunk were read at once.
+    let limit = 1_000u32;
+    let (first, bad, good) = (frame(10), frame(20), frame(30));
+    let over = (limit + 1).to_be_bytes();
+    let mut chunk = [first.clone(), bad.clone(), good.clone()].concat();
+    chunk.extend_from_slice(&over);
+    let at = (first.len() + bad.len() + good.len()) as u64;
+    let refused = || ProtocolError::new(ErrorKind::Schema, Rule::ByteString);
+    let mut decoder = FrameDecoder::with_max_frame_length(u64::from(limit)).unwrap();
+    let mut frames = decoder.frames(&chunk);
+    assert_eq!(frames.next_frame().unwrap().unwrap().1, 0);
+    drop(frames);
+    let next = frame(5);
+    let mut frames = decoder.frames(&next);
+    let error = frames.next_message(|_| Err::<(), _>(refused())).unwrap().unwrap_err();
+    assert_eq!((error.kind(), error.offset()), (ErrorKind::Frame, Some(at)), "{error}");
+
+    // Without such a header in the backlog, the frame's own error stands, even when the next
+    // chunk starts with one.
+    let chunk = [first.clone(), bad.clone(), good.clone()].concat();
+    let mut decoder = FrameDecoder::with_max_frame_length(u64::from(limit)).unwrap();
+    let mut frames = decoder.frames(&chunk);
+    assert!(frames.next_frame().unwrap().is_ok());
+    drop(frames);
+    let mut frames = decoder.frames(&over);
+    let error = frames.next_message(|_| Err::<(), _>(refused())).unwrap().unwrap_err();
+    assert_eq!((error.kind(), error.offset()), (ErrorKind::Schema, Some(first.len() as u64)), "{error}");
+}
