@@ -41,54 +41,13 @@ enum Feed {
     PullDropThenRest(usize),
 }
 
-fn pull(decoder: &mut FrameDecoder, chunk: &[u8], stop_after: Option<usize>, events: &mut Vec<Event>) {
-    let mut frames = decoder.frames(chunk);
-    let mut taken = 0;
-    while stop_after.is_none_or(|stop| taken < stop) {
-        match frames.next_frame() {
-            Some(Ok((payload, offset))) => events.push(Event::Frame(payload.to_vec(), offset)),
-            Some(Err(error)) => events.push(Event::Error(error)),
-            None => break,
-        }
-        taken += 1;
-    }
-}
-
-/// Feeds `chunks` as `feeds` say, then reads what dropped iterators left behind and ends.
-fn fed(chunks: &[&[u8]], feeds: &[Feed], limit: u64) -> (Vec<Event>, Result<(), ProtocolError>) {
-    let mut decoder = FrameDecoder::with_max_frame_length(limit).unwrap();
-    let mut events = Vec::new();
-    for (chunk, feed) in chunks.iter().zip(feeds.iter().cycle()) {
-        match feed {
-            Feed::Push => {
-                let result = decoder.push_with(chunk, |payload, offset| {
-                    events.push(Event::Frame(payload.to_vec(), offset));
-                    Ok(())
-                });
-                if let Err(error) = result {
-                    events.push(Event::Error(error));
-                }
-            }
-            Feed::Pull => pull(&mut decoder, chunk, None, &mut events),
-            Feed::PullThenDrop(n) => pull(&mut decoder, chunk, Some(*n), &mut events),
-            Feed::PullDropThenRest(n) => {
-                pull(&mut decoder, chunk, Some(*n), &mut events);
-                if !matches!(events.last(), Some(Event::Error(_))) {
-                    pull(&mut decoder, &[], None, &mut events);
-                }
-            }
-        }
-        if matches!(events.last(), Some(Event::Error(_))) {
-            break;
-        }
-    }
-    if decoder.unread_len() > 0 {
-        let unread = decoder.unread_len();
-        assert_eq!(decoder.end().unwrap_err().rule(), Rule::UnreadFrames, "{unread} bytes unread");
-        pull(&mut decoder, &[], None, &mut events);
-        assert_eq!(decoder.unread_len(), 0);
-    }
-    (events, decoder.end())
+/// What a fed decoder reports: each frame as it is, or each frame's payload decoded by
+/// [`decode_marked`] (`push_with`'s callback, or `next_message`; the payload alone, as
+/// `next_message` gives no offset: errors carry theirs).
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    Frames,
+    Messages,
 }
 
 /// A payload the message decoder of the properties below refuses: one that starts with 0xff.
@@ -99,41 +58,49 @@ fn decode_marked(payload: &[u8]) -> Result<Vec<u8>, ProtocolError> {
     }
 }
 
-/// Feeds `chunks` as `feeds` say, decoding each frame with [`decode_marked`] (`push_with`'s
-/// callback, or `next_message`), then reads what dropped iterators left behind and ends.
-fn decoded(chunks: &[&[u8]], feeds: &[Feed], limit: u64) -> (Vec<Event>, Result<(), ProtocolError>) {
+fn pull(decoder: &mut FrameDecoder, chunk: &[u8], stop_after: Option<usize>, read: Read, events: &mut Vec<Event>) {
+    let mut frames = decoder.frames(chunk);
+    let mut taken = 0;
+    while stop_after.is_none_or(|stop| taken < stop) {
+        let next = match read {
+            Read::Frames => frames.next_frame().map(|frame| frame.map(|(payload, offset)| (payload.to_vec(), offset))),
+            Read::Messages => frames.next_message(decode_marked).map(|message| message.map(|payload| (payload, 0))),
+        };
+        match next {
+            Some(Ok((payload, offset))) => events.push(Event::Frame(payload, offset)),
+            Some(Err(error)) => events.push(Event::Error(error)),
+            None => break,
+        }
+        taken += 1;
+    }
+}
+
+fn push(decoder: &mut FrameDecoder, chunk: &[u8], read: Read, events: &mut Vec<Event>) {
+    let result = decoder.push_with(chunk, |payload, offset| {
+        events.push(match read {
+            Read::Frames => Event::Frame(payload.to_vec(), offset),
+            Read::Messages => Event::Frame(decode_marked(payload).map_err(|e| e.with_offset(offset))?, 0),
+        });
+        Ok(())
+    });
+    if let Err(error) = result {
+        events.push(Event::Error(error));
+    }
+}
+
+/// Feeds `chunks` as `feeds` say, then reads what dropped iterators left behind and ends.
+fn fed(chunks: &[&[u8]], feeds: &[Feed], limit: u64, read: Read) -> (Vec<Event>, Result<(), ProtocolError>) {
     let mut decoder = FrameDecoder::with_max_frame_length(limit).unwrap();
     let mut events = Vec::new();
-    let pull = |decoder: &mut FrameDecoder, chunk: &[u8], stop_after: Option<usize>, events: &mut Vec<Event>| {
-        let mut frames = decoder.frames(chunk);
-        let mut taken = 0;
-        while stop_after.is_none_or(|stop| taken < stop) {
-            // The message alone (`next_message` gives no offset; errors carry theirs).
-            match frames.next_message(decode_marked) {
-                Some(Ok(payload)) => events.push(Event::Frame(payload, 0)),
-                Some(Err(error)) => events.push(Event::Error(error)),
-                None => break,
-            }
-            taken += 1;
-        }
-    };
     for (chunk, feed) in chunks.iter().zip(feeds.iter().cycle()) {
         match feed {
-            Feed::Push => {
-                let result = decoder.push_with(chunk, |payload, offset| {
-                    events.push(Event::Frame(decode_marked(payload).map_err(|e| e.with_offset(offset))?, 0));
-                    Ok(())
-                });
-                if let Err(error) = result {
-                    events.push(Event::Error(error));
-                }
-            }
-            Feed::Pull => pull(&mut decoder, chunk, None, &mut events),
-            Feed::PullThenDrop(n) => pull(&mut decoder, chunk, Some(*n), &mut events),
+            Feed::Push => push(&mut decoder, chunk, read, &mut events),
+            Feed::Pull => pull(&mut decoder, chunk, None, read, &mut events),
+            Feed::PullThenDrop(n) => pull(&mut decoder, chunk, Some(*n), read, &mut events),
             Feed::PullDropThenRest(n) => {
-                pull(&mut decoder, chunk, Some(*n), &mut events);
+                pull(&mut decoder, chunk, Some(*n), read, &mut events);
                 if !matches!(events.last(), Some(Event::Error(_))) {
-                    pull(&mut decoder, &[], None, &mut events);
+                    pull(&mut decoder, &[], None, read, &mut events);
                 }
             }
         }
@@ -142,7 +109,10 @@ fn decoded(chunks: &[&[u8]], feeds: &[Feed], limit: u64) -> (Vec<Event>, Result<
         }
     }
     if decoder.unread_len() > 0 {
-        pull(&mut decoder, &[], None, &mut events);
+        let unread = decoder.unread_len();
+        assert_eq!(decoder.end().unwrap_err().rule(), Rule::UnreadFrames, "{unread} bytes unread");
+        pull(&mut decoder, &[], None, read, &mut events);
+        assert_eq!(decoder.unread_len(), 0);
     }
     (events, decoder.end())
 }
@@ -196,7 +166,7 @@ proptest! {
         stream.truncate(stream.len().saturating_sub(cut_tail));
         let expected = pushed_at_once(&stream, limit);
         let chunks = split(&stream, &cuts);
-        prop_assert_eq!(fed(&chunks, &feeds, limit), expected);
+        prop_assert_eq!(fed(&chunks, &feeds, limit, Read::Frames), expected);
     }
 
     /// Frames that do not decode, too: any mix of styles, and iterators dropped with what they
@@ -213,7 +183,7 @@ proptest! {
     ) {
         let stream = frames_of(&payloads);
         let chunks = split(&stream, &cuts);
-        prop_assert_eq!(decoded(&chunks, &feeds, limit), decoded(&chunks, &[Feed::Push], limit));
+        prop_assert_eq!(fed(&chunks, &feeds, limit, Read::Messages), fed(&chunks, &[Feed::Push], limit, Read::Messages));
     }
 }
 
