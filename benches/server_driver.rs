@@ -88,13 +88,9 @@ impl pi_protocol::server::Service for BenchService {
         call: pi_protocol::server::Call,
         _cx: pi_protocol::server::Context,
     ) -> pi_protocol::server::CallResult {
-        #[derive(serde::Serialize)]
-        struct Echo<'a> {
-            echo: &'a Payload,
-        }
         match (call.service_id(), call.member()) {
             ("$chord.service", "catalogue") => Ok(Some(self.catalogue.clone())),
-            ("session", "echo") => Ok(Some(Payload::from_serialize(&Echo { echo: call.args() }).unwrap())),
+            ("session", "echo") => Ok(Some(Payload::object(&[("echo", call.args())]).unwrap())),
             _ => Err(pi_protocol::server::CallError::new("unknown_member", "No such service member")),
         }
     }

@@ -5,7 +5,7 @@
 //! (`examples/load/bare.rs`), so that both baselines do the application work of the example.
 
 use pi_protocol::{ErrorBody, Payload};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 /// What a call asks for.
@@ -17,12 +17,6 @@ struct Call<'a> {
     member: &'a str,
     #[serde(default)]
     args: Option<Payload>,
-}
-
-/// The answer of `echo`.
-#[derive(Serialize)]
-struct Echo<'a> {
-    echo: &'a Option<Payload>,
 }
 
 /// Answers the two calls; anything else is `unknown_member`.
@@ -51,7 +45,10 @@ impl Service {
         let call: Call = call.deserialize().unwrap_or_default();
         match (call.service_id, call.member) {
             ("$chord.service", "catalogue") => Ok(Some(self.catalogue.clone())),
-            ("session", "echo") => Ok(Some(Payload::from_serialize(&Echo { echo: &call.args }).expect("a payload"))),
+            ("session", "echo") => {
+                let args = call.args.unwrap_or_else(Payload::null);
+                Ok(Some(Payload::object(&[("echo", &args)]).expect("a payload")))
+            }
             _ => Err(self.unknown.clone()),
         }
     }

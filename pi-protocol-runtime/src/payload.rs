@@ -124,6 +124,55 @@ impl Payload {
         Ok(Self::from_parts(w.into_vec(), shape))
     }
 
+    /// A JSON object of `entries`, in their order, each value a payload: written from the
+    /// payloads' bytes without reading them again (no serde, no value tree), so a result made
+    /// of parts of a call (`{"echo": args}`) costs a copy of those parts.
+    ///
+    /// # Errors
+    /// `Encode`/`DuplicateKey` when two entries have the same key; `Encode`/`DepthLimit` when
+    /// the object would nest deeper than 512 levels.
+    ///
+    /// ```
+    /// use pi_protocol_runtime::Payload;
+    /// let args = Payload::from_json_str("[1,[2]]")?;
+    /// let answer = Payload::object(&[("echo", &args), ("ok", &Payload::from_json_str("true")?)])?;
+    /// assert_eq!(answer, Payload::from_json_str(r#"{"echo":[1,[2]],"ok":true}"#)?);
+    /// assert_eq!((answer.depth(), answer.widest_container()), (3, 2));
+    /// assert!(Payload::object(&[("a", &args), ("a", &args)]).is_err());
+    /// # Ok::<(), pi_protocol_runtime::ProtocolError>(())
+    /// ```
+    pub fn object(entries: &[(&str, &Payload)]) -> Result<Payload, ProtocolError> {
+        let mut shape = ItemShape { depth: 1, widest: u32::try_from(entries.len()).unwrap_or(u32::MAX) };
+        let mut len = 9;
+        // A few keys are compared with those before them; more go through a set.
+        let mut seen = (entries.len() > 16).then(|| std::collections::HashSet::with_capacity(entries.len()));
+        for (i, (key, value)) in entries.iter().enumerate() {
+            let repeated = match &mut seen {
+                Some(seen) => !seen.insert(*key),
+                None => entries[..i].iter().any(|(other, _)| other == key),
+            };
+            if repeated {
+                return Err(ProtocolError::new(ErrorKind::Encode, Rule::DuplicateKey));
+            }
+            shape.depth = shape.depth.max(value.depth + 1);
+            shape.widest = shape.widest.max(value.widest);
+            len += 9 + key.len() + value.as_cbor().len();
+        }
+        if shape.depth > MAX_CONFIGURABLE_DEPTH {
+            return Err(ProtocolError::new(
+                ErrorKind::Encode,
+                Rule::DepthLimit { limit: u64::from(MAX_CONFIGURABLE_DEPTH) },
+            ));
+        }
+        let mut w = Writer::from_vec(Vec::with_capacity(len));
+        w.map_header(entries.len());
+        for (key, value) in entries {
+            w.text(key);
+            w.raw(value.as_cbor());
+        }
+        Ok(Self::from_parts(w.into_vec(), shape))
+    }
+
     /// Wraps `cbor`, one strict-JSON item written by this crate, whose shape is `shape`.
     pub(crate) fn from_parts(cbor: Vec<u8>, shape: ItemShape) -> Self {
         let cbor = if cbor.len() <= MAX_INLINE_PAYLOAD_LENGTH {

@@ -88,3 +88,37 @@ fn try_from_a_value_encodes_it() {
     assert_eq!(Payload::try_from(value.clone()).unwrap(), by_ref);
     assert!(Payload::try_from(&json!(1u64 << 60)).is_err());
 }
+
+#[test]
+fn an_object_of_payloads_is_the_object_of_their_values() {
+    let value = |v: serde_json::Value| Payload::from_value(&v).unwrap();
+    let (wide, deep, long) = (value(json!([1, 2, 3, 4, 5])), value(json!({"a": [[{}]]})), value(json!("x".repeat(80))));
+    let object = Payload::object(&[("wide", &wide), ("deep", &deep), ("long", &long)]).unwrap();
+    let text = format!(r#"{{"wide":[1,2,3,4,5],"deep":{{"a":[[{{}}]]}},"long":"{}"}}"#, "x".repeat(80));
+    assert_eq!(object, Payload::from_json_str(&text).unwrap());
+    // Depth: one over the deepest entry; widest: the widest container inside, itself included.
+    assert_eq!((object.depth(), object.widest_container()), (5, 5));
+    let empty = Payload::object(&[]).unwrap();
+    assert_eq!((empty.as_cbor(), empty.depth(), empty.widest_container()), (&[0xa0][..], 1, 0));
+    // Many keys: the repeated one is found as well.
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    let mut entries: Vec<(&str, &Payload)> = keys.iter().map(|k| (k.as_str(), &wide)).collect();
+    assert_eq!(Payload::object(&entries).unwrap().widest_container(), 40);
+    entries.push(("k7", &deep));
+    assert_eq!(Payload::object(&entries).unwrap_err().rule(), pi_protocol_runtime::Rule::DuplicateKey);
+    assert_eq!(
+        Payload::object(&[("a", &wide), ("a", &deep)]).unwrap_err().rule(),
+        pi_protocol_runtime::Rule::DuplicateKey
+    );
+}
+
+#[test]
+fn an_object_past_the_depth_limit_is_refused() {
+    let mut nested = Payload::null();
+    for _ in 0..512 {
+        nested = Payload::object(&[("a", &nested)]).unwrap();
+    }
+    assert_eq!(nested.depth(), 512);
+    let error = Payload::object(&[("a", &nested)]).unwrap_err();
+    assert_eq!(error.rule(), pi_protocol_runtime::Rule::DepthLimit { limit: 512 });
+}
