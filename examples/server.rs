@@ -53,6 +53,16 @@ impl Demo {
             .expect("valid declarations");
         Demo { chord }
     }
+
+    /// `demo.counter` `bump(n)`: adds `n` to `value` and appends `+n` to `log`.
+    fn bump(&self, n: &Value) -> CallResult {
+        let n = n.as_i64().ok_or_else(|| CallError::internal("bump(n) needs a number"))?;
+        self.chord.update("demo.counter", "count", |count| {
+            count["value"] = json!(count["value"].as_i64().unwrap_or(0) + n);
+            count["log"] = json!(format!("{}+{n}", count["log"].as_str().unwrap_or("")));
+        })?;
+        Ok(None)
+    }
 }
 
 fn ok(value: Value) -> CallResult {
@@ -65,30 +75,30 @@ fn echo(call: &Call) -> CallResult {
 }
 
 impl Service for Demo {
-    async fn call(&self, call: Call, cx: Context) -> CallResult {
+    /// Every call but `demo.slow` is answered at once, without a future.
+    fn call_now(&self, call: &Call, cx: &Context) -> Option<CallResult> {
         if let ("session", "echo") = (call.service_id(), call.member()) {
-            return echo(&call);
+            return Some(echo(call));
         }
-        if let Some(answer) = self.chord.answer(&call, &cx) {
-            return answer;
+        if let Some(answer) = self.chord.answer(call, cx) {
+            return Some(answer);
         }
-        let args = call.args_json();
-        match (call.service_id(), &args[..]) {
-            ("demo.echo", _) => echo(&call),
+        match (call.service_id(), &call.args_json()[..]) {
+            ("demo.echo", _) => Some(echo(call)),
+            ("demo.counter", [n]) => Some(self.bump(n)),
+            _ => None,
+        }
+    }
+
+    /// `demo.slow` `wait(ms)`, the one call that waits.
+    async fn call(&self, call: Call, cx: Context) -> CallResult {
+        match (call.service_id(), &call.args_json()[..]) {
             ("demo.slow", [ms]) => {
                 let ms = ms.as_u64().unwrap_or(0).min(600_000);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => ok(json!({"waitedMs": ms})),
                     () = cx.cancelled() => Err(CallError::cancelled()),
                 }
-            }
-            ("demo.counter", [n]) => {
-                let n = n.as_i64().ok_or_else(|| CallError::internal("bump(n) needs a number"))?;
-                self.chord.update("demo.counter", "count", |count| {
-                    count["value"] = json!(count["value"].as_i64().unwrap_or(0) + n);
-                    count["log"] = json!(format!("{}+{n}", count["log"].as_str().unwrap_or("")));
-                })?;
-                Ok(None)
             }
             _ => Err(CallError::internal(format!("bad arguments for {}.{}", call.service_id(), call.member()))),
         }

@@ -196,3 +196,68 @@ async fn shutdown_lets_calls_in_flight_settle() {
     assert_eq!(peer.next().await, None, "closed once settled");
     shutdown.await.unwrap();
 }
+
+/// Answers `now*` at once ([`Service::call_now`]), anything else through its future.
+struct AtOnce;
+
+impl Service for AtOnce {
+    fn call_now(&self, call: &Call, cx: &Context) -> Option<CallResult> {
+        match call.member() {
+            "now" => Some(Ok(Some(Payload::object(&[("now", call.args())]).unwrap()))),
+            "now_publish" => {
+                cx.publish(SubscriptionId::new("sub-1").unwrap(), Payload::from_value(&json!({"n": 1})).unwrap());
+                Some(Ok(None))
+            }
+            "subscribe" => Some(Ok(Some(
+                Payload::from_value(&json!({"serviceId": "demo.counter", "mode": "singleton", "instances": []}))
+                    .unwrap(),
+            ))),
+            "now_fail" => Some(Err(CallError::internal("a secret detail"))),
+            "now_panic" => panic!("handler bug at once"),
+            _ => None,
+        }
+    }
+
+    async fn call(&self, call: Call, _cx: Context) -> CallResult {
+        // Never reached for what `call_now` answered.
+        assert!(!call.member().starts_with("now"), "{} went to call", call.member());
+        Ok(Some(Payload::from_value(&json!({"later": call.member()})).unwrap()))
+    }
+}
+
+#[tokio::test]
+async fn calls_answered_at_once_skip_the_future_and_keep_every_rule() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let hook = Arc::clone(&seen);
+    let serving = Server::builder(server_id(), AtOnce)
+        .on_error(move |e| hook.lock().unwrap().push(e.to_string()))
+        .build()
+        .serve_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let mut peer = Peer::new(tokio::net::TcpStream::connect(serving.local_addr()).await.unwrap());
+    peer.hello().await;
+    peer.call("1", "s", "now", json!([1, "a"])).await;
+    assert_eq!(peer.next().await.unwrap()["result"], json!({"now": [1, "a"]}));
+    peer.call("2", "s", "later", json!([])).await;
+    assert_eq!(peer.next().await.unwrap()["result"], json!({"later": "later"}));
+    // Hidden failures and panics as for `call`; the hook sees both.
+    peer.call("3", "s", "now_fail", json!([])).await;
+    assert_eq!(
+        peer.next().await.unwrap()["error"],
+        json!({"code": "internal_error", "message": "Internal server error"})
+    );
+    peer.call("4", "s", "now_panic", json!([])).await;
+    assert_eq!(peer.next().await.unwrap()["error"]["code"], "internal_error");
+    // A subscription answered at once is followed, and an update published at once goes out
+    // before the response of its call.
+    peer.call("5", "$chord.service", "subscribe", json!(["sub-1", "demo.counter", "singleton"])).await;
+    assert_eq!(peer.next().await.unwrap()["id"], "5");
+    peer.call("6", "s", "now_publish", json!([])).await;
+    assert_eq!(peer.next().await.unwrap()["type"], "service_update");
+    assert_eq!(peer.next().await.unwrap(), json!({"type": "response", "id": "6", "ok": true}));
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|e| e.contains("a secret detail")), "{seen:?}");
+    assert!(seen.iter().any(|e| e.contains("handler bug at once")), "{seen:?}");
+    serving.shutdown().await;
+}

@@ -252,6 +252,18 @@ pub trait Service: Send + Sync + 'static {
     /// answers itself.
     fn call(&self, call: Call, cx: Context) -> impl Future<Output = CallResult> + Send;
 
+    /// A server call answered at once, without a future: `Some` answers it as
+    /// [`call`](Self::call) would (failures hidden, panics caught, updates it publishes sent
+    /// first, a subscription it opens followed), `None` (the default) hands it to `call`. For
+    /// calls that never wait, this saves the boxed future each call costs (allocation, moving
+    /// the call and its context into it): about a sixth of the Server's time per call in
+    /// `benches/server_driver`. Session calls always go to
+    /// [`session_call`](Self::session_call).
+    fn call_now(&self, call: &Call, cx: &Context) -> Option<CallResult> {
+        let _ = (call, cx);
+        None
+    }
+
     /// Whether the Session `session` exists, for `attach` (default: none does).
     fn session_exists(&self, session: &SessionId) -> bool {
         let _ = session;
@@ -958,6 +970,30 @@ impl<S: Service> ConnectionState<S> {
         }
         let cancel = self.spare_cancel.take().unwrap_or_default();
         let cx = Context { cancel: cancel.clone(), link: Arc::clone(&self.link) };
+        // Answered at once when the service can, without a future.
+        if session.is_none() {
+            let now = std::panic::catch_unwind(AssertUnwindSafe(|| self.shared.service.call_now(&call, &cx)));
+            match now {
+                Ok(None) => {}
+                Ok(Some(result)) => {
+                    drop(cx);
+                    while let Ok(outgoing) = incoming.try_recv() {
+                        self.outgoing(connection, outgoing);
+                    }
+                    let answer = self.settle(result, &cancel);
+                    self.finish(connection, &id, false, control, answer);
+                    if cancel.is_unshared() {
+                        self.spare_cancel = Some(cancel);
+                    }
+                    return;
+                }
+                Err(panic) => {
+                    self.shared.report(&HandlerPanic(panic_message(&panic)));
+                    self.finish(connection, &id, false, control, Err(internal_error()));
+                    return;
+                }
+            }
+        }
         let shared = Arc::clone(&self.shared);
         let is_session = session.is_some();
         let mut work: Pin<Box<dyn Future<Output = CallResult> + Send>> = match session {
