@@ -103,11 +103,13 @@ async fn sessions_attach_and_detach_as_the_reference_over_a_unix_socket() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[tokio::test]
-async fn cancel_internal_errors_panics_and_update_order_over_tcp() {
+/// `service` served over TCP loopback, with what its error hook saw, and a peer past its hello.
+async fn serve_over_tcp<S: Service>(
+    service: S,
+) -> (pi_protocol::server::Serving, Peer<tokio::net::TcpStream>, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let hook = Arc::clone(&seen);
-    let serving = Server::builder(server_id(), Test)
+    let serving = Server::builder(server_id(), service)
         .on_error(move |e| hook.lock().unwrap().push(e.to_string()))
         .build()
         .serve_tcp("127.0.0.1:0")
@@ -115,6 +117,12 @@ async fn cancel_internal_errors_panics_and_update_order_over_tcp() {
         .unwrap();
     let mut peer = Peer::new(tokio::net::TcpStream::connect(serving.local_addr()).await.unwrap());
     peer.hello().await;
+    (serving, peer, seen)
+}
+
+#[tokio::test]
+async fn cancel_internal_errors_panics_and_update_order_over_tcp() {
+    let (serving, mut peer, seen) = serve_over_tcp(Test).await;
     peer.call("w", "demo.slow", "wait", json!([30000])).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let target = RpcTarget::Server(pi_protocol::ServerTarget::new(server_id()));
@@ -227,16 +235,7 @@ impl Service for AtOnce {
 
 #[tokio::test]
 async fn calls_answered_at_once_skip_the_future_and_keep_every_rule() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let hook = Arc::clone(&seen);
-    let serving = Server::builder(server_id(), AtOnce)
-        .on_error(move |e| hook.lock().unwrap().push(e.to_string()))
-        .build()
-        .serve_tcp("127.0.0.1:0")
-        .await
-        .unwrap();
-    let mut peer = Peer::new(tokio::net::TcpStream::connect(serving.local_addr()).await.unwrap());
-    peer.hello().await;
+    let (serving, mut peer, seen) = serve_over_tcp(AtOnce).await;
     peer.call("1", "s", "now", json!([1, "a"])).await;
     assert_eq!(peer.next().await.unwrap()["result"], json!({"now": [1, "a"]}));
     peer.call("2", "s", "later", json!([])).await;

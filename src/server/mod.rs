@@ -977,21 +977,9 @@ impl<S: Service> ConnectionState<S> {
                 Ok(None) => {}
                 Ok(Some(result)) => {
                     drop(cx);
-                    while let Ok(outgoing) = incoming.try_recv() {
-                        self.outgoing(connection, outgoing);
-                    }
-                    let answer = self.settle(result, &cancel);
-                    self.finish(connection, &id, false, control, answer);
-                    if cancel.is_unshared() {
-                        self.spare_cancel = Some(cancel);
-                    }
-                    return;
+                    return self.answered_at_once(connection, &id, false, control, result, cancel, incoming);
                 }
-                Err(panic) => {
-                    self.shared.report(&HandlerPanic(panic_message(&panic)));
-                    self.finish(connection, &id, false, control, Err(internal_error()));
-                    return;
-                }
+                Err(panic) => return self.panicked(connection, &id, false, control, &*panic),
             }
         }
         let shared = Arc::clone(&self.shared);
@@ -1010,17 +998,7 @@ impl<S: Service> ConnectionState<S> {
         match polled {
             Ok(Poll::Ready(result)) => {
                 drop(work);
-                // Updates it published go out before its response.
-                while let Ok(outgoing) = incoming.try_recv() {
-                    self.outgoing(connection, outgoing);
-                }
-                let answer = self.settle(result, &cancel);
-                self.finish(connection, &id, is_session, control, answer);
-                // Nobody else holds it (the handler kept no clone) and it never fired: the
-                // next call's, saving an allocation per call answered at once.
-                if cancel.is_unshared() {
-                    self.spare_cancel = Some(cancel);
-                }
+                self.answered_at_once(connection, &id, is_session, control, result, cancel, incoming);
             }
             Ok(Poll::Pending) => {
                 if is_session {
@@ -1039,11 +1017,47 @@ impl<S: Service> ConnectionState<S> {
                     reply.send(answer);
                 });
             }
-            Err(panic) => {
-                self.shared.report(&HandlerPanic(panic_message(&panic)));
-                self.finish(connection, &id, is_session, control, Err(internal_error()));
-            }
+            Err(panic) => self.panicked(connection, &id, is_session, control, &*panic),
         }
+    }
+
+    /// Answers a call whose handler returned without waiting: the updates it published first,
+    /// then its response; its cancellation signal, if nobody kept it, serves the next call.
+    #[allow(clippy::too_many_arguments)]
+    fn answered_at_once(
+        &mut self,
+        connection: &mut ServerConnection,
+        id: &RequestId,
+        is_session: bool,
+        control: Option<Control>,
+        result: CallResult,
+        cancel: CallCancel,
+        incoming: &mut mpsc::UnboundedReceiver<Outgoing>,
+    ) {
+        // Updates it published go out before its response.
+        while let Ok(outgoing) = incoming.try_recv() {
+            self.outgoing(connection, outgoing);
+        }
+        let answer = self.settle(result, &cancel);
+        self.finish(connection, id, is_session, control, answer);
+        // Nobody else holds it (the handler kept no clone) and it never fired: the next call's,
+        // saving an allocation per call answered at once.
+        if cancel.is_unshared() {
+            self.spare_cancel = Some(cancel);
+        }
+    }
+
+    /// A handler panicked: reported to the error hook, answered `internal_error`.
+    fn panicked(
+        &mut self,
+        connection: &mut ServerConnection,
+        id: &RequestId,
+        is_session: bool,
+        control: Option<Control>,
+        panic: &(dyn std::any::Any + Send),
+    ) {
+        self.shared.report(&HandlerPanic(panic_message(panic)));
+        self.finish(connection, id, is_session, control, Err(internal_error()));
     }
 
     fn settle(&self, result: CallResult, cancel: &CallCancel) -> Result<Option<Payload>, ErrorBody> {
@@ -1219,7 +1233,7 @@ fn code(code: &str) -> ErrorCode {
     ErrorCode::new(code).expect("a non-empty code")
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
