@@ -260,3 +260,21 @@ async fn calls_answered_at_once_skip_the_future_and_keep_every_rule() {
     assert!(seen.iter().any(|e| e.contains("handler bug at once")), "{seen:?}");
     serving.shutdown().await;
 }
+
+#[tokio::test]
+async fn with_the_shape_check_off_the_server_reads_the_call_itself() {
+    let options = pi_protocol::connection::ServerOptions::default().invalid_call(None);
+    let serving = Server::builder(server_id(), AtOnce).options(options).build().serve_tcp("127.0.0.1:0").await.unwrap();
+    let mut peer = Peer::new(tokio::net::TcpStream::connect(serving.local_addr()).await.unwrap());
+    peer.hello().await;
+    // The connection admits anything; the server finds the parts by the same walk.
+    peer.call("1", "s", "now", json!([{"a": 1}])).await;
+    assert_eq!(peer.next().await.unwrap()["result"], json!({"now": [{"a": 1}]}));
+    let target = RpcTarget::Server(pi_protocol::ServerTarget::new(server_id()));
+    peer.request_to("2", target, json!({"serviceId": "s", "member": "now"})).await;
+    assert_eq!(
+        peer.next().await.unwrap()["error"],
+        json!({"code": "invalid_request", "message": "Invalid service call"})
+    );
+    serving.shutdown().await;
+}

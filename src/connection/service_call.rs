@@ -3,87 +3,61 @@
 //! text), `member` (a non-empty text), `args` (an array) and, optionally, `instance` (a map of
 //! exactly `key`, a non-empty text, and `generation`, an integer of at least 1).
 //!
-//! One walk of the payload's CBOR with the strict reader serves every user: the connection's
-//! fence ([`is_service_call`]), which skips `args` and `instance` and keeps nothing; the same
-//! fence when it reports where the parts lie ([`call_layout`], a [`CallLayout`] of byte
-//! offsets, for [`ServerOptions::report_call_layouts`](super::ServerOptions::report_call_layouts));
-//! and a reader of the parts of a call nobody checked ([`ServiceCallParts`]): the two names
-//! borrowed, `args` and `instance` as payloads that slice the call's buffer (or copy 46 bytes or
-//! less). No value tree is built.
+//! One walk of the payload's CBOR with the strict reader serves both users: the connection's
+//! fence ([`is_service_call`]), which skips every part and keeps nothing, and the same fence
+//! keeping where the parts lie ([`call_layout`], a [`CallLayout`] of byte offsets, for
+//! [`ServerOptions::report_call_layouts`](super::ServerOptions::report_call_layouts) and the
+//! high-level server), from which the parts are read without walking the call again. No value
+//! tree is built.
 
 use pi_protocol_runtime::{JsonTypes, Reader};
 
 use crate::Payload;
 
-/// A service call's parts, borrowed from its payload; `P` is what is kept of `args` and
-/// `instance` (a [`Payload`], an offset, or `()` when only the shape matters), and `P::Name`
-/// what is kept of the two names.
-// Without the high-level server only the shape check runs, which reads none of the fields.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+/// What the walk found: `P` of each part (`()` when only the shape matters, an offset for a
+/// [`CallLayout`]).
 #[derive(Debug)]
-pub(crate) struct Parts<'a, P: Kept<'a>> {
+struct Parts<P> {
     /// `serviceId`: not empty.
-    pub(crate) service_id: P::Name,
+    service_id: P,
     /// `member`: not empty.
-    pub(crate) member: P::Name,
+    member: P,
     /// `args`: an array.
-    pub(crate) args: P,
+    args: P,
     /// `instance`: `{key, generation}`, when present.
-    pub(crate) instance: Option<P>,
+    instance: Option<P>,
 }
 
-/// A service call's parts with `args` and `instance` as payloads.
-#[cfg(any(feature = "tokio", test))]
-pub(crate) type ServiceCallParts<'a> = Parts<'a, Payload>;
-
-/// What the walk keeps of an item whose shape it has checked.
-pub(crate) trait Kept<'a>: Sized {
-    /// What is kept of a name (`serviceId`, `member`).
-    type Name;
+/// What the walk keeps of a part whose shape it checks.
+trait Kept: Sized {
     /// Takes the item at `r`'s position, which the walk has already checked the shape of.
-    fn take(r: &mut Reader<'a>) -> Option<Self>;
+    fn take(r: &mut Reader<'_>) -> Option<Self>;
     /// Reads a name at `r`'s position: a non-empty text.
-    fn name(r: &mut Reader<'a>) -> Option<Self::Name>;
+    fn name(r: &mut Reader<'_>) -> Option<Self>;
 }
 
 /// Nothing: the item is skipped.
-impl<'a> Kept<'a> for () {
-    type Name = &'a str;
+impl Kept for () {
     #[inline]
-    fn take(r: &mut Reader<'a>) -> Option<()> {
+    fn take(r: &mut Reader<'_>) -> Option<()> {
         r.skip().ok()
     }
     #[inline]
-    fn name(r: &mut Reader<'a>) -> Option<&'a str> {
-        id(r)
-    }
-}
-
-/// The item as a payload.
-#[cfg(any(feature = "tokio", test))]
-impl<'a> Kept<'a> for Payload {
-    type Name = &'a str;
-    #[inline]
-    fn take(r: &mut Reader<'a>) -> Option<Payload> {
-        pi_protocol_runtime::Decode::decode(r).ok()
-    }
-    #[inline]
-    fn name(r: &mut Reader<'a>) -> Option<&'a str> {
-        id(r)
+    fn name(r: &mut Reader<'_>) -> Option<()> {
+        id(r).map(|_| ())
     }
 }
 
 /// Where the item starts: its byte offset in the call's CBOR (the item is skipped).
-impl<'a> Kept<'a> for u32 {
-    type Name = u32;
+impl Kept for u32 {
     #[inline]
-    fn take(r: &mut Reader<'a>) -> Option<u32> {
+    fn take(r: &mut Reader<'_>) -> Option<u32> {
         let start = u32::try_from(r.position()).ok()?;
         r.skip().ok()?;
         Some(start)
     }
     #[inline]
-    fn name(r: &mut Reader<'a>) -> Option<u32> {
+    fn name(r: &mut Reader<'_>) -> Option<u32> {
         let start = u32::try_from(r.position()).ok()?;
         id(r)?;
         Some(start)
@@ -174,15 +148,9 @@ pub(crate) fn call_layout(call: &Payload) -> Option<CallLayout> {
     Some(CallLayout { service_id, member, args, instance })
 }
 
-/// The parts of `call`, or `None` when it is not a service call.
-#[cfg(any(feature = "tokio", test))]
-pub(crate) fn service_call_parts(call: &Payload) -> Option<ServiceCallParts<'_>> {
-    walk(call)
-}
-
-/// The one walk: the parts of `call`, keeping `P` of `args` and `instance`.
+/// The one walk: the parts of `call`, keeping `P` of each.
 #[inline]
-fn walk<'a, P: Kept<'a>>(call: &'a Payload) -> Option<Parts<'a, P>> {
+fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
     let mut r = call.reader();
     if r.peek_json_type() != JsonTypes::OBJECT {
         return None;
@@ -215,7 +183,7 @@ fn id<'a>(r: &mut Reader<'a>) -> Option<&'a str> {
 
 /// An array, whatever its elements.
 #[inline]
-fn array<'a, P: Kept<'a>>(r: &mut Reader<'a>) -> Option<P> {
+fn array<P: Kept>(r: &mut Reader<'_>) -> Option<P> {
     if r.peek_json_type() != JsonTypes::ARRAY {
         return None;
     }
@@ -224,7 +192,7 @@ fn array<'a, P: Kept<'a>>(r: &mut Reader<'a>) -> Option<P> {
 
 /// An instance address `{key, generation}` (`key` a non-empty text, `generation` an integer of
 /// at least 1, `2.0` included as JavaScript numbers count it).
-fn address<'a, P: Kept<'a>>(r: &mut Reader<'a>) -> Option<P> {
+fn address<P: Kept>(r: &mut Reader<'_>) -> Option<P> {
     if r.peek_json_type() != JsonTypes::OBJECT {
         return None;
     }
@@ -269,14 +237,15 @@ mod tests {
     fn check(value: serde_json::Value) -> bool {
         let call = Payload::from_value(&value).expect("a payload");
         let shape = is_service_call(&call);
-        assert_eq!(service_call_parts(&call).is_some(), shape, "{value}");
         let layout = call_layout(&call);
         assert_eq!(layout.is_some(), shape, "{value}");
-        if let (Some(layout), Some(parts)) = (layout, service_call_parts(&call)) {
-            assert_eq!(layout.service_id(&call), Some(parts.service_id), "{value}");
-            assert_eq!(layout.member(&call), Some(parts.member), "{value}");
-            assert_eq!(layout.args(&call), Some(parts.args), "{value}");
-            assert_eq!(layout.instance(&call), parts.instance, "{value}");
+        if let Some(layout) = layout {
+            // The parts read back are the call's own, as JSON sees them.
+            let part = |key: &str| Payload::from_value(&value[key]).expect("a payload");
+            assert_eq!(layout.service_id(&call), value["serviceId"].as_str(), "{value}");
+            assert_eq!(layout.member(&call), value["member"].as_str(), "{value}");
+            assert_eq!(layout.args(&call), Some(part("args")), "{value}");
+            assert_eq!(layout.instance(&call), value.get("instance").map(|_| part("instance")), "{value}");
         }
         shape
     }
@@ -302,14 +271,17 @@ mod tests {
             "args": [1, {"a": [2]}, long],
             "serviceId": "demo.echo",
         }));
-        let parts = service_call_parts(&call).expect("a service call");
-        assert_eq!((parts.service_id, parts.member), ("demo.echo", "echo"));
-        assert_eq!(parts.args, payload(json!([1, {"a": [2]}, long])));
-        assert_eq!((parts.args.depth(), parts.args.widest_container()), (3, 3));
-        assert_eq!(parts.instance, Some(payload(json!({"key": "k-1", "generation": 3}))));
+        let layout = call_layout(&call).expect("a service call");
+        assert_eq!((layout.service_id(&call), layout.member(&call)), (Some("demo.echo"), Some("echo")));
+        let args = layout.args(&call).expect("the arguments");
+        assert_eq!(args, payload(json!([1, {"a": [2]}, long])));
+        assert_eq!((args.depth(), args.widest_container()), (3, 3));
+        assert_eq!(layout.instance(&call), Some(payload(json!({"key": "k-1", "generation": 3}))));
+        // Read against another payload: nothing (or whatever lies there), never a panic.
+        assert_eq!((layout.service_id(&Payload::null()), layout.args(&Payload::null())), (None, None));
         let short = payload(json!({"serviceId": "s", "member": "m", "args": []}));
-        let parts = service_call_parts(&short).expect("a service call");
-        assert_eq!((parts.args.as_cbor(), parts.instance), (&[0x80][..], None));
+        let layout = call_layout(&short).expect("a service call");
+        assert_eq!((layout.args(&short).expect("[]").as_cbor(), layout.instance(&short)), (&[0x80][..], None));
     }
 
     #[test]

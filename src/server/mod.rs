@@ -96,7 +96,7 @@ mod endpoint;
 #[cfg(feature = "chord")]
 pub use endpoint::{ChordEndpoint, ChordEndpointBuilder, ChordError, ChordService, DEFAULT_MAX_SUBSCRIPTIONS};
 
-use crate::connection::service_call::service_call_parts;
+use crate::connection::service_call::call_layout;
 use crate::connection::{CallLayout, ServerConnection, ServerEvent, ServerOptions};
 use crate::io::{Accept, AcceptOptions, Acceptor, ByteBudget, DriverOptions, ServerDriver};
 use crate::{
@@ -128,18 +128,10 @@ pub struct Call {
 }
 
 impl Call {
-    /// Reads the call's parts from its payload: where the connection's shape check found them
-    /// (`layout`), or by walking the call when the check is off.
+    /// Reads the call's parts from its payload where the connection's shape check found them
+    /// (`layout`), or where the same walk finds them when the application turned the check off.
     fn read(call: &Payload, layout: Option<CallLayout>) -> Option<Call> {
-        let Some(layout) = layout else {
-            let parts = service_call_parts(call)?;
-            return Some(Call {
-                service_id: CompactString::from(parts.service_id),
-                member: CompactString::from(parts.member),
-                args: parts.args,
-                instance: parts.instance,
-            });
-        };
+        let layout = layout.or_else(|| call_layout(call))?;
         Some(Call {
             service_id: CompactString::from(layout.service_id(call)?),
             member: CompactString::from(layout.member(call)?),
