@@ -126,7 +126,8 @@ impl Payload {
 
     /// A JSON object of `entries`, in their order, each value a payload: written from the
     /// payloads' bytes without reading them again (no serde, no value tree), so a result made
-    /// of parts of a call (`{"echo": args}`) costs a copy of those parts.
+    /// of parts of a call (`{"echo": args}`) costs a copy of those parts. Keys and heads are
+    /// written in the strict subset's shortest form (docs/PROTOCOL.md sections 2 and 5).
     ///
     /// # Errors
     /// `Encode`/`DuplicateKey` when two entries have the same key; `Encode`/`DepthLimit` when
@@ -247,8 +248,8 @@ impl Payload {
 
     /// The item that starts at byte `offset` of the payload's CBOR, as a payload of its own:
     /// a slice of this payload's buffer when longer than [`MAX_INLINE_PAYLOAD_LENGTH`], a copy
-    /// otherwise. `offset` is meant to be one a [`Reader`] over this payload reported
-    /// ([`Reader::position`]) before an item.
+    /// otherwise (docs/PROTOCOL.md section 5). `offset`, in bytes, is meant to be one a
+    /// [`Reader`] over this payload reported ([`Reader::position`]) before an item.
     ///
     /// # Errors
     /// `Cbor`/`Truncated` when `offset` is past the end; otherwise whatever the strict reader
@@ -269,7 +270,8 @@ impl Payload {
     }
 
     /// The text item that starts at byte `offset` of the payload's CBOR (as
-    /// [`item_at`](Self::item_at) finds an item), borrowed.
+    /// [`item_at`](Self::item_at) finds an item), borrowed; checked as every text is (UTF-8,
+    /// docs/PROTOCOL.md section 2).
     ///
     /// # Errors
     /// `Cbor`/`Truncated` when `offset` is past the end; `Schema`/`WrongType` when the item

@@ -449,7 +449,7 @@ impl ChordEndpoint {
         if ops.is_empty() {
             return Ok((returned, *sequence));
         }
-        if *sequence as u64 >= pi_protocol_runtime::MAX_SAFE_INTEGER {
+        if u64::try_from(*sequence).map_or(true, |n| n >= pi_protocol_runtime::MAX_SAFE_INTEGER) {
             *value = before;
             return Err(ChordError::SequenceExhausted { service: service.into(), member: member.into() });
         }
