@@ -13,7 +13,9 @@ use crate::{
 };
 
 /// The prefix of the request ids a client connection assigns by default: ids are `req-1`,
-/// `req-2`, ... in the order requests are made.
+/// `req-2`, ... in the order requests are made. The real pi-client 0.85.1 names them
+/// `request-1`, `request-2`, ...: set [`ClientOptions::request_id_prefix`] to `"request-"` for
+/// the same ids on the wire (servers correlate by id alone, so either works).
 pub const DEFAULT_REQUEST_ID_PREFIX: &str = "req-";
 
 /// How a [`ClientConnection`] behaves.
