@@ -87,7 +87,8 @@ enum Command {
     /// The call is {"serviceId": SERVICE, "member": MEMBER, "args": ARGS_JSON}, sent to the
     /// server, or with --session ID to that Session after attaching to it through
     /// pi.session-management. A server error prints its code and message on stderr (exit
-    /// status 1); usage and connection errors exit with status 2.
+    /// status 1); usage and connection errors exit with status 2. Ctrl-C while the call is
+    /// pending cancels it at the server and exits with status 130.
     Call(remote::CallArgs),
     /// List the services of a live server ($chord.service catalogue): one JSON line
     /// {"serviceId", "mode"} per service.
@@ -98,6 +99,8 @@ enum Command {
     ///
     /// A refused subscribe prints the server's code and message on stderr (exit status 1), as an
     /// update that cannot be followed does; usage and connection errors exit with status 2.
+    /// Ctrl-C unsubscribes and ends the run with status 0. A snapshot without state members
+    /// prints a note on stderr (there is nothing to print until an instance gains one).
     Subscribe(subscribe::SubscribeArgs),
 }
 
@@ -200,6 +203,12 @@ impl Failure {
     /// Invalid input, or a requirement that does not hold: exit status 1.
     fn input(message: impl Into<String>) -> Failure {
         Failure { status: 1, message: message.into(), hint: None }
+    }
+
+    /// The user pressed Ctrl-C (SIGINT) during a live command: exit status 130, as a shell
+    /// reports a process that SIGINT ended.
+    fn interrupted(message: impl Into<String>) -> Failure {
+        Failure { status: 130, message: message.into(), hint: None }
     }
 
     /// The reader of the output went away: the run stops with status 0 and prints nothing.

@@ -87,6 +87,42 @@ pub fn block_on<T>(work: impl std::future::Future<Output = Result<T, Failure>>) 
     runtime.block_on(work)
 }
 
+/// Ctrl-C (SIGINT), watched from the moment the value is made: a signal that comes after
+/// [`Interrupt::watch`] and before [`Interrupt::recv`] is kept, not lost (nor does it kill the
+/// process).
+pub struct Interrupt {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupt {
+    /// Starts watching; must run inside the runtime.
+    pub fn watch() -> Interrupt {
+        #[cfg(unix)]
+        {
+            Interrupt { signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok() }
+        }
+        #[cfg(not(unix))]
+        {
+            Interrupt {}
+        }
+    }
+
+    /// Resolves at the next Ctrl-C; never, where the signal cannot be watched.
+    pub async fn recv(&mut self) {
+        #[cfg(unix)]
+        let got = match &mut self.signal {
+            Some(signal) => signal.recv().await.is_some(),
+            None => false,
+        };
+        #[cfg(not(unix))]
+        let got = tokio::signal::ctrl_c().await.is_ok();
+        if !got {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// Writes one JSON line on stdout.
 pub fn print_line(line: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(line).map_err(|e| Failure::input(format!("cannot write JSON: {e}")))?;
@@ -133,7 +169,8 @@ pub struct CallArgs {
     args: Option<String>,
 }
 
-/// `call SERVICE MEMBER [ARGS_JSON]`: the result as JSON on stdout (`null` without one).
+/// `call SERVICE MEMBER [ARGS_JSON]`: the result as JSON on stdout (`null` without one);
+/// Ctrl-C while it is pending cancels the call (exit status 130).
 pub fn call(args: &CallArgs) -> Result<(), Failure> {
     let call_args: Value = match &args.args {
         None => Value::Array(Vec::new()),
@@ -145,10 +182,20 @@ pub fn call(args: &CallArgs) -> Result<(), Failure> {
     let call = service_call(&args.service, &args.member, call_args)
         .map_err(|e| Failure::usage(format!("ARGS_JSON: {}", crate::describe(&e))))?;
     block_on(async {
+        let mut interrupt = Interrupt::watch();
         let (client, target) = args.connect.connect().await?;
-        let result = client.request(target, call).await;
+        // Dropping the pending request (the select's other branch) sends its cancel, which
+        // `disconnect` flushes before it closes the connection.
+        let result = tokio::select! {
+            result = client.request(target, call) => Some(result),
+            () = interrupt.recv() => None,
+        };
         client.disconnect().await;
-        let result = result.map_err(|error| request_failure(&format!("{}.{}", args.service, args.member), &error))?;
+        let what = format!("{}.{}", args.service, args.member);
+        let Some(result) = result else {
+            return Err(Failure::interrupted(format!("{what}: interrupted; the call was cancelled")));
+        };
+        let result = result.map_err(|error| request_failure(&what, &error))?;
         print_line(&result.unwrap_or_else(Payload::null))
     })
 }

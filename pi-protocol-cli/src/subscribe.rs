@@ -6,7 +6,7 @@ use pi_protocol::chord::subscription::Applied;
 use pi_protocol::chord::wire::ServiceMode;
 use pi_protocol::client::ServiceUpdateError;
 
-use crate::remote::{block_on, print_line, request_failure, ConnectArgs};
+use crate::remote::{block_on, print_line, request_failure, ConnectArgs, Interrupt};
 use crate::Failure;
 
 /// A Chord service mode.
@@ -34,9 +34,11 @@ pub struct SubscribeArgs {
 }
 
 /// Prints the snapshot's state members, then one line per state member an update changed:
-/// `{"member", "instance", "sequence", "value"}`, `value` the member's whole value.
+/// `{"member", "instance", "sequence", "value"}`, `value` the member's whole value. Ctrl-C
+/// unsubscribes and ends the run successfully.
 pub fn subscribe(args: &SubscribeArgs) -> Result<(), Failure> {
     block_on(async {
+        let mut interrupt = Interrupt::watch();
         let (client, target) = args.connect.connect().await?;
         let mode = match args.mode {
             Mode::Singleton => ServiceMode::Singleton,
@@ -49,9 +51,19 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<(), Failure> {
         for state in subscription.states() {
             print_line(&state.to_json())?;
         }
+        if subscription.states().is_empty() {
+            eprintln!(
+                "pi-protocol: the snapshot of {} has no state members: waiting for updates (Ctrl-C to stop)",
+                args.service
+            );
+        }
         let mut seen = 0;
         while args.updates.is_none_or(|n| seen < n) {
-            let applied = match subscription.next().await {
+            let next = tokio::select! {
+                next = subscription.next() => next,
+                () = interrupt.recv() => break,
+            };
+            let applied = match next {
                 Some(Ok(applied)) => applied,
                 Some(Err(ServiceUpdateError::Updates(error))) => {
                     return Err(Failure::usage(format!("the subscription ended: {error}")))

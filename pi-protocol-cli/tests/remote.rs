@@ -261,3 +261,110 @@ fn subscribe_prints_the_snapshot_then_each_updated_value() {
     runtime.shutdown_background();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that never answers `demo.slow wait`, answers `subscribe` with a snapshot of one
+/// method and no state member, and reports what it saw on `seen`: `"request <member>"`,
+/// `"cancel <id>"` and `"unsubscribe"`.
+async fn serve_recording(listener: tokio::net::UnixListener, seen: std::sync::mpsc::Sender<String>) {
+    use pi_protocol::chord::subscription::{ServiceInstance, ServiceMember, SubscriptionPublisher};
+    use pi_protocol::chord::wire::{Id, ServiceMode};
+    use pi_protocol::connection::{ServerEvent, ServerOptions};
+    use pi_protocol::io::ServerDriver;
+    use pi_protocol::ServerConnection;
+
+    while let Ok((stream, _)) = listener.accept().await {
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let id = ServerId::new(SERVER).unwrap();
+            let mut driver = ServerDriver::new(stream, ServerConnection::new(id, ServerOptions::default()));
+            while let Some(event) = driver.next_event().await {
+                let request = match event {
+                    ServerEvent::Request(request) => request,
+                    ServerEvent::Cancel { id } => {
+                        let _ = seen.send(format!("cancel {}", id.as_str()));
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let call = request.call.to_value();
+                let member = call["member"].as_str().unwrap().to_owned();
+                let _ = seen.send(format!("request {member}"));
+                let answer = match member.as_str() {
+                    "subscribe" => {
+                        let mut publisher =
+                            SubscriptionPublisher::new(Id::new("demo.slow").unwrap(), ServiceMode::Singleton);
+                        let members = vec![ServiceMember::method("wait").unwrap()];
+                        Some(publisher.snapshot(&[ServiceInstance::new(members)]).unwrap().to_payload().unwrap())
+                    }
+                    "unsubscribe" => {
+                        let _ = seen.send("unsubscribe".to_owned());
+                        None
+                    }
+                    _ => continue,
+                };
+                let _ = driver.connection_mut().respond(&request.id, Ok(answer));
+            }
+        });
+    }
+}
+
+/// Sends SIGINT to `child` (as Ctrl-C in a terminal does).
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+/// Waits for the next line the recording server reports, for at most 10 s.
+fn next_seen(seen: &std::sync::mpsc::Receiver<String>) -> String {
+    seen.recv_timeout(std::time::Duration::from_secs(10)).expect("the server saw something")
+}
+
+#[test]
+fn ctrl_c_cancels_a_pending_call_and_exits_130_and_ends_a_subscription_with_0() {
+    let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-interrupt", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = socket_path(&dir, &ServerId::new(SERVER).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
+    let (to_test, seen) = std::sync::mpsc::channel();
+    runtime.spawn(serve_recording(listener, to_test));
+    let path = socket.to_str().unwrap().to_owned();
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    let caller = spawn(&["call", "--unix", &path, "demo.slow", "wait", "[60000]"]);
+    assert_eq!(next_seen(&seen), "request wait");
+    interrupt(&caller);
+    let out = caller.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
+    assert!(text(&out.stderr).contains("demo.slow.wait: interrupted; the call was cancelled"), "{}", text(&out.stderr));
+    assert_eq!(next_seen(&seen), "cancel req-1");
+
+    let mut follower = spawn(&["subscribe", "--unix", &path, "demo.slow"]);
+    assert_eq!(next_seen(&seen), "request subscribe");
+    // The note about the empty snapshot comes once the snapshot is read.
+    let mut stderr = std::io::BufReader::new(follower.stderr.take().unwrap());
+    let mut note = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut note).unwrap();
+    assert_eq!(
+        note,
+        "pi-protocol: the snapshot of demo.slow has no state members: waiting for updates (Ctrl-C to stop)\n"
+    );
+    interrupt(&follower);
+    let out = follower.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(next_seen(&seen), "request unsubscribe");
+    assert_eq!(next_seen(&seen), "unsubscribe");
+
+    runtime.shutdown_background();
+    let _ = std::fs::remove_dir_all(&dir);
+}
