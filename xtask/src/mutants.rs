@@ -26,6 +26,8 @@
 //! - `--iterate`: tier 1 skips the mutants the last run's tier 1 caught or found unviable (for
 //!   re-running what it missed after adding tests).
 //! - `--report-only`: print the missed mutants but succeed.
+//! - `--gate AREA,...`: with `--report-only`, an unexplained miss in one of these areas still
+//!   fails, with exit status 3 ([`GATE_FAILED`]), so that CI can tell it from a run that failed.
 //! - `--list`: print the mutants each area would test, and run nothing.
 //!
 //! Builds go to `target/mutants/` (or `$CARGO_TARGET_DIR`), outside the workspace's own
@@ -47,6 +49,10 @@ const USAGE: &str =
                           [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
                           [--gate AREA,...]
        cargo xtask mutants --next [--area A]... [--budget-minutes N] | --shard AREA/K";
+
+/// The exit status of a `--report-only --gate` run that found an unexplained miss in a gated
+/// area (every other failure exits with 1).
+pub const GATE_FAILED: u8 = 3;
 
 /// The cargo-mutants release the task is written against (CI installs it).
 pub const CARGO_MUTANTS_VERSION: &str = "27.1.0";
@@ -514,12 +520,15 @@ pub fn run(args: &[&str]) -> Result<(), String> {
         Ok(())
     } else if settings.report_only {
         println!("mutants (report only, see docs/TESTING.md): {message}");
-        Err(format!(
-            "{} of them in a gated area ({}): kill each with a test or record it as equivalent in docs/TESTING.md:\n{}",
+        eprintln!(
+            "error: {} of them in a gated area ({}): kill each with a test or record it as equivalent in docs/TESTING.md:\n{}",
             gated.len(),
             settings.gate.join(", "),
             gated.iter().map(|m| m.as_str()).collect::<Vec<_>>().join("\n")
-        ))
+        );
+        // Its own status, so that CI tells a gated miss (a failure of the change) from a run
+        // that could not be made (reported, not failing).
+        std::process::exit(GATE_FAILED.into())
     } else {
         Err(message)
     }
