@@ -17,10 +17,11 @@
 //! - `schema-diff OLD NEW [--format text|json] [--require backward|forward|both]`: what a
 //!   schema change breaks, by message type and direction (`pi-protocol schema diff`, see
 //!   `schema_diff.rs`); exit status 1 when a required direction breaks.
-//! - `load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]`:
-//!   load and faults over real sockets: the example server, a server on the codec alone and
-//!   one on the reference package under a thousand connections (see `load/mod.rs` and
-//!   `docs/PERFORMANCE.md`); `--short` is CI's pass.
+//! - `load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
+//!   [--baseline REV]`: load and faults over real sockets: the example server, a server on the
+//!   codec alone and one on the reference package under a thousand connections, and the example
+//!   server of an older revision beside today's (see `load/mod.rs` and `docs/PERFORMANCE.md`);
+//!   `--short` is CI's pass.
 //! - `fuzz [--check] [--seconds N] [--jobs J] [--target T]...`: runs the cargo-fuzz targets for
 //!   a bounded time each and merges what they find into the committed corpora; `--check` (CI)
 //!   leaves the checkout untouched (see `fuzz.rs` and `fuzz/README.md`).
@@ -45,6 +46,7 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
        cargo xtask bench-reference [--seconds S]
        cargo xtask fuzz [--check] [--seconds N] [--jobs J] [--target T]...
        cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
+                        [--no-pi-server | --pi-server] [--baseline REV [--baseline-features F]]
        cargo xtask mutants [--area A]... [--package P]... [--file F]... [--changed [BASE]] [--lines]
                            [--re REGEX]... [--shard K/N] [--max-seconds N] [--iterate] [--report-only] [--list]
        cargo xtask schema-diff OLD NEW [--format text|json] [--require backward|forward|both]
@@ -68,7 +70,8 @@ const USAGE: &str = "usage: cargo xtask gen [--check] | conformance [--cases N] 
                drive the example server, a server on the codec alone and one on the reference
                package (node + npm) with 16, 256 and 1,000 connections, then a thousand faulty
                clients; report messages/s, latency, CPU and memory per connection, fail on any
-               lost, duplicated or misrouted message (--short: CI's pass, debug build, ~30 s)
+               lost, duplicated or misrouted message (--short: CI's pass, debug build, ~30 s);
+               --baseline REV measures REV's example server beside today's in the same run
   mutants      mutation testing of the runtime, the pattern engine, the connection layer, the
                derive and the generator (areas runtime, pattern, connection, derive, gen), tier
                by tier; --file and --changed [BASE] (default main) scope it to files, --lines

@@ -1,5 +1,5 @@
 //! `cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference]
-//! [--no-pi-server | --pi-server]`:
+//! [--no-pi-server | --pi-server] [--baseline REV [--baseline-features F]]`:
 //! load and faults over real sockets, on loopback (docs/PERFORMANCE.md, section "Load and
 //! faults over real sockets").
 //!
@@ -24,6 +24,14 @@
 //! against the example server, whose log is checked line by line (`server_log.rs`), and
 //! against the reference server; after it, the example server must still answer.
 //!
+//! `--baseline REV` adds a fifth server, `baseline`: the example server as it was at the git
+//! revision `REV`, exported with `git archive` into `<target>/load-baseline/<commit>/` and built
+//! there (release, `--features` `--baseline-features`, default `tokio`, its own target directory
+//! `<target>/load-baseline/target`), measured in the same run right after `driver` at every
+//! number of connections, so that "the normal path loses nothing" is one run side by side
+//! (issue 18). The ratios gain the driver's messages per second and CPU per message over the
+//! baseline's.
+//!
 //! `--short` (CI): debug builds, the example server only (`--pi-server` adds the real one), 256 connections for 2 seconds, then
 //! the faults run for 12 seconds. Figures are reported, never judged: only correctness fails
 //! the run (errors of the clients, of the server's log, a server that dies or stops
@@ -45,7 +53,7 @@ use process::{clock_ticks, sample, Pinning, Running, Sample};
 use server_log::ServerLog;
 
 const USAGE: &str =
-    "usage: cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference] [--no-pi-server | --pi-server]";
+    "usage: cargo xtask load [--short] [--connections N,N,...] [--seconds S] [--faults-seconds S] [--no-reference] [--no-pi-server | --pi-server] [--baseline REV [--baseline-features F]]";
 
 /// How long the generator may take for one run before it is declared stuck.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
@@ -72,6 +80,9 @@ struct Settings {
     reference: bool,
     /// Whether the real pi-server is measured too (bench only).
     pi_server: bool,
+    /// The git revision whose example server is measured beside today's, and the features it
+    /// is built with.
+    baseline: Option<(String, String)>,
 }
 
 fn parse(args: &[&str]) -> Result<Settings, String> {
@@ -85,7 +96,9 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
         faults_seconds: if short { 12.0 } else { 20.0 },
         reference: !short,
         pi_server: !short,
+        baseline: None,
     };
+    let mut baseline_features = "tokio".to_owned();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |name: &str| -> Result<f64, String> {
@@ -97,6 +110,13 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
             "--no-reference" => settings.reference = false,
             "--no-pi-server" => settings.pi_server = false,
             "--pi-server" => settings.pi_server = true,
+            "--baseline" => {
+                let rev = it.next().ok_or("--baseline needs a git revision")?;
+                settings.baseline = Some(((*rev).to_owned(), String::new()));
+            }
+            "--baseline-features" => {
+                baseline_features = (*it.next().ok_or("--baseline-features needs a value")?).to_owned();
+            }
             "--seconds" => settings.seconds = number("--seconds")?,
             "--faults-seconds" => settings.faults_seconds = number("--faults-seconds")?,
             "--connections" => {
@@ -109,6 +129,9 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
+    if let Some((_, features)) = &mut settings.baseline {
+        *features = baseline_features;
+    }
     Ok(settings)
 }
 
@@ -120,6 +143,8 @@ enum Server {
     Reference,
     /// The real pi-server (tests/realpeer/real-server.mjs).
     Pi,
+    /// The example server built from `--baseline REV`.
+    Baseline,
 }
 
 impl Server {
@@ -129,6 +154,7 @@ impl Server {
             Server::Bare => "bare",
             Server::Reference => "reference",
             Server::Pi => "pi-server",
+            Server::Baseline => "baseline",
         }
     }
 }
@@ -139,6 +165,8 @@ struct Harness {
     node_dir: PathBuf,
     /// node 22 and the real pi-server's script, when it is measured.
     pi_server: Option<(PathBuf, PathBuf)>,
+    /// The baseline's example server binary, when one is measured.
+    baseline: Option<PathBuf>,
     pinning: Pinning,
     ticks: f64,
 }
@@ -147,11 +175,15 @@ impl Harness {
     fn start(&self, server: Server, quiet: bool) -> Result<Running, String> {
         let mut args = vec!["--listen", "127.0.0.1:0"];
         let command = match server {
-            Server::Driver => {
+            Server::Driver | Server::Baseline => {
                 if quiet {
                     args.push("--quiet");
                 }
-                self.pinning.command(0, &self.examples.join("server"), &args)
+                let binary = match server {
+                    Server::Baseline => self.baseline.clone().ok_or("no baseline was built")?,
+                    _ => self.examples.join("server"),
+                };
+                self.pinning.command(0, &binary, &args)
             }
             Server::Bare => {
                 args.insert(0, "serve-bare");
@@ -217,11 +249,16 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     } else {
         None
     };
+    let baseline = match &settings.baseline {
+        Some((rev, features)) => Some(build_baseline(&root, &target, rev, features, settings.short)?),
+        None => None,
+    };
     check_open_files(FAULT_CONNECTIONS.max(settings.connections.iter().copied().max().unwrap_or(0)))?;
     let harness = Harness {
         examples: target.join(if settings.short { "debug" } else { "release" }).join("examples"),
         node_dir,
         pi_server,
+        baseline,
         pinning: Pinning::detect(),
         ticks: clock_ticks(),
     };
@@ -236,6 +273,9 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     );
 
     let mut servers = vec![Server::Driver];
+    if settings.baseline.is_some() {
+        servers.push(Server::Baseline);
+    }
     if !settings.short {
         servers.push(Server::Bare);
     }
@@ -284,7 +324,14 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     print_ratios(&ratios);
     print_table(&bench, &ratios);
     if !settings.short {
-        let results = json!({"bench": bench, "faults": faults, "ratios": ratios, "pinned": harness.pinning.enabled});
+        let baseline = settings.baseline.as_ref().map(|(rev, features)| json!({"revision": rev, "features": features}));
+        let results = json!({
+            "bench": bench,
+            "faults": faults,
+            "ratios": ratios,
+            "pinned": harness.pinning.enabled,
+            "baseline": baseline,
+        });
         let dir = target.join("load");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let path = dir.join("results.json");
@@ -317,6 +364,59 @@ fn build(root: &Path, target: &Path, short: bool) -> Result<(), String> {
     } else {
         Err(format!("building the example server and the generator failed ({status})"))
     }
+}
+
+/// Exports the tree of `rev` into `<target>/load-baseline/<commit>/` (once) and builds its
+/// example server there; returns the binary's path.
+fn build_baseline(root: &Path, target: &Path, rev: &str, features: &str, short: bool) -> Result<PathBuf, String> {
+    let git = |args: &[&str]| -> Result<std::process::Output, String> {
+        Command::new("git").current_dir(root).args(args).output().map_err(|e| format!("cannot run git: {e}"))
+    };
+    let output = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?;
+    if !output.status.success() {
+        return Err(format!("--baseline {rev}: not a revision of this repository"));
+    }
+    let commit = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let base = target.join("load-baseline");
+    let tree = base.join(&commit);
+    if !tree.join("Cargo.toml").is_file() {
+        let partial = base.join(format!("{commit}.partial"));
+        let _ = std::fs::remove_dir_all(&partial);
+        std::fs::create_dir_all(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+        let archive = git(&["archive", "--format=tar", &commit])?;
+        if !archive.status.success() {
+            return Err(format!("git archive {commit} failed ({})", archive.status));
+        }
+        let mut tar = Command::new("tar")
+            .arg("-x")
+            .arg("-C")
+            .arg(&partial)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run tar: {e}"))?;
+        std::io::Write::write_all(tar.stdin.as_mut().expect("piped"), &archive.stdout)
+            .map_err(|e| format!("tar: {e}"))?;
+        drop(tar.stdin.take());
+        let status = tar.wait().map_err(|e| format!("tar: {e}"))?;
+        if !status.success() {
+            return Err(format!("unpacking {commit} failed ({status})"));
+        }
+        std::fs::rename(&partial, &tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+    }
+    let baseline_target = base.join("target");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(cargo);
+    command.current_dir(&tree).args(["build", "--quiet", "-p", "pi-protocol", "--features", features]);
+    command.args(["--example", "server", "--target-dir"]).arg(&baseline_target);
+    if !short {
+        command.arg("--release");
+    }
+    let status = command.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the example server of {rev} ({commit}) failed ({status})"));
+    }
+    println!("load: baseline {rev} = {commit}");
+    Ok(baseline_target.join(if short { "debug" } else { "release" }).join("examples").join("server"))
 }
 
 /// The first of `node` and `npm` that does not run, if any (the reference server needs both).
@@ -589,7 +689,8 @@ fn after_faults(harness: &Harness, address: &str) -> Result<Value, String> {
 
 /// The ratios the targets are stated in, per number of connections: the driver's CPU per
 /// message over the bare server's, its messages per second (and per CPU second) over the
-/// reference's and the real pi-server's.
+/// reference's and the real pi-server's, and its messages per second and CPU per message over
+/// the baseline's.
 fn ratios(bench: &[Value]) -> Value {
     let find = |server: &str, connections: &Value| {
         bench.iter().find(|b| b["server"] == server && b["connections"] == *connections)
@@ -610,6 +711,14 @@ fn ratios(bench: &[Value]) -> Value {
                 / reference["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN);
             entry["messages_per_second_driver_over_reference"] = json!(ratio);
             entry["capacity_driver_over_reference"] = json!(capacity);
+        }
+        if let Some(baseline) = find("baseline", connections) {
+            let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
+                / baseline["messages_per_second"].as_f64().unwrap_or(f64::NAN);
+            let cpu = driver["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN)
+                / baseline["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN);
+            entry["messages_per_second_driver_over_baseline"] = json!(ratio);
+            entry["cpu_per_message_driver_over_baseline"] = json!(cpu);
         }
         if let Some(pi_server) = find("pi-server", connections) {
             let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
@@ -688,9 +797,9 @@ fn load_average() -> f64 {
 /// and number of connections, the ratios on the driver's rows.
 fn print_table(bench: &[Value], ratios: &Value) {
     println!(
-        "\n| connections | server | messages/s | p50 latency | p99 latency | server CPU/message | server busy / waiting for its core | idle bytes/conn | busy bytes/conn | driver/bare CPU | driver/reference messages/s | driver/reference messages per CPU second | driver/pi-server messages per CPU second | load average |"
+        "\n| connections | server | messages/s | p50 latency | p99 latency | server CPU/message | server busy / waiting for its core | idle bytes/conn | busy bytes/conn | driver/bare CPU | driver/reference messages/s | driver/reference messages per CPU second | driver/pi-server messages per CPU second | driver/baseline messages/s | driver/baseline CPU/message | load average |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let ratio = |connections: &Value, key: &str| {
         ratios
             .as_array()
@@ -707,7 +816,7 @@ fn print_table(bench: &[Value], ratios: &Value) {
         let driver = figures["server"] == "driver";
         let on_driver = |key: &str| if driver { ratio(connections, key) } else { String::new() };
         println!(
-            "| {connections} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} us | {:.0}% / {:.0}% | {:.0} | {:.0} | {} | {} | {} | {} | {:.1} |",
+            "| {connections} | {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} us | {:.0}% / {:.0}% | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} |",
             figures["server"].as_str().unwrap_or_default(),
             f("messages_per_second"),
             latency("p50"),
@@ -721,6 +830,8 @@ fn print_table(bench: &[Value], ratios: &Value) {
             on_driver("messages_per_second_driver_over_reference"),
             on_driver("capacity_driver_over_reference"),
             on_driver("capacity_driver_over_pi_server"),
+            on_driver("messages_per_second_driver_over_baseline"),
+            on_driver("cpu_per_message_driver_over_baseline"),
             f("load_average"),
         );
     }
