@@ -30,8 +30,10 @@ struct Parts<P> {
 
 /// What the walk keeps of a part whose shape it checks.
 trait Kept: Sized {
-    /// Takes the item at `r`'s position, which the walk has already checked the shape of.
-    fn take(r: &mut Reader<'_>) -> Option<Self>;
+    /// Takes the item at `r`'s position, which the walk has already checked the shape of. The
+    /// last entry of the call is not walked (`last`): the payload was validated whole when it
+    /// was decoded, and nothing after it needs `r`'s position.
+    fn take(r: &mut Reader<'_>, last: bool) -> Option<Self>;
     /// Reads a name at `r`'s position: a non-empty text.
     fn name(r: &mut Reader<'_>) -> Option<Self>;
 }
@@ -39,8 +41,12 @@ trait Kept: Sized {
 /// Nothing: the item is skipped.
 impl Kept for () {
     #[inline]
-    fn take(r: &mut Reader<'_>) -> Option<()> {
-        r.skip().ok()
+    fn take(r: &mut Reader<'_>, last: bool) -> Option<()> {
+        if last {
+            Some(())
+        } else {
+            r.skip().ok()
+        }
     }
     #[inline]
     fn name(r: &mut Reader<'_>) -> Option<()> {
@@ -51,9 +57,11 @@ impl Kept for () {
 /// Where the item starts: its byte offset in the call's CBOR (the item is skipped).
 impl Kept for u32 {
     #[inline]
-    fn take(r: &mut Reader<'_>) -> Option<u32> {
+    fn take(r: &mut Reader<'_>, last: bool) -> Option<u32> {
         let start = u32::try_from(r.position()).ok()?;
-        r.skip().ok()?;
+        if !last {
+            r.skip().ok()?;
+        }
         Some(start)
     }
     #[inline]
@@ -157,13 +165,14 @@ fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
     }
     let entries = r.enter_map().ok()?;
     let (mut service_id, mut member, mut args, mut instance) = (None, None, None, None);
-    for _ in 0..entries {
+    for entry in 0..entries {
+        let last = entry + 1 == entries;
         let key = r.read_key_bytes().ok()?;
         let fresh = match key {
             b"serviceId" => service_id.replace(P::name(&mut r)?).is_none(),
             b"member" => member.replace(P::name(&mut r)?).is_none(),
-            b"args" => args.replace(array(&mut r)?).is_none(),
-            b"instance" => instance.replace(address(&mut r)?).is_none(),
+            b"args" => args.replace(array(&mut r, last)?).is_none(),
+            b"instance" => instance.replace(address(&mut r, last)?).is_none(),
             _ => false,
         };
         if !fresh {
@@ -181,18 +190,18 @@ fn id<'a>(r: &mut Reader<'a>) -> Option<&'a str> {
     r.read_text().ok().filter(|text| !text.is_empty())
 }
 
-/// An array, whatever its elements.
+/// An array, whatever its elements (not walked when it is the call's `last` entry).
 #[inline]
-fn array<P: Kept>(r: &mut Reader<'_>) -> Option<P> {
+fn array<P: Kept>(r: &mut Reader<'_>, last: bool) -> Option<P> {
     if r.peek_json_type() != JsonTypes::ARRAY {
         return None;
     }
-    P::take(r)
+    P::take(r, last)
 }
 
 /// An instance address `{key, generation}` (`key` a non-empty text, `generation` an integer of
 /// at least 1, `2.0` included as JavaScript numbers count it).
-fn address<P: Kept>(r: &mut Reader<'_>) -> Option<P> {
+fn address<P: Kept>(r: &mut Reader<'_>, last: bool) -> Option<P> {
     if r.peek_json_type() != JsonTypes::OBJECT {
         return None;
     }
@@ -224,7 +233,7 @@ fn address<P: Kept>(r: &mut Reader<'_>) -> Option<P> {
     if !(key && generation) {
         return None;
     }
-    P::take(r)
+    P::take(r, last)
 }
 
 #[cfg(test)]
