@@ -50,7 +50,7 @@ impl Kept for () {
     }
     #[inline]
     fn name(r: &mut Reader<'_>) -> Option<()> {
-        id(r).map(|_| ())
+        id(r)
     }
 }
 
@@ -167,7 +167,8 @@ fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
     let (mut service_id, mut member, mut args, mut instance) = (None, None, None, None);
     for entry in 0..entries {
         let last = entry + 1 == entries;
-        let key = r.read_key_bytes().ok()?;
+        // The key's bytes as they are (validated with the payload): only four keys are allowed.
+        let key = r.read_key_raw().ok()?;
         let fresh = match key {
             b"serviceId" => service_id.replace(P::name(&mut r)?).is_none(),
             b"member" => member.replace(P::name(&mut r)?).is_none(),
@@ -182,12 +183,13 @@ fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
     Some(Parts { service_id: service_id?, member: member?, args: args?, instance })
 }
 
-/// A non-empty text.
-fn id<'a>(r: &mut Reader<'a>) -> Option<&'a str> {
+/// A non-empty text. Its bytes are not checked for UTF-8 again: the call was validated whole
+/// when its payload was decoded (only a `Payload`'s own bytes reach the walk).
+fn id(r: &mut Reader<'_>) -> Option<()> {
     if r.peek_json_type() != JsonTypes::STRING {
         return None;
     }
-    r.read_text().ok().filter(|text| !text.is_empty())
+    r.read_key_raw().ok().filter(|text| !text.is_empty()).map(|_| ())
 }
 
 /// An array, whatever its elements (not walked when it is the call's `last` entry).
@@ -209,7 +211,7 @@ fn address<P: Kept>(r: &mut Reader<'_>, last: bool) -> Option<P> {
     let entries = probe.enter_map().ok()?;
     let (mut key, mut generation) = (false, false);
     for _ in 0..entries {
-        let fresh = match probe.read_key_bytes().ok()? {
+        let fresh = match probe.read_key_raw().ok()? {
             b"key" => {
                 id(&mut probe)?;
                 !std::mem::replace(&mut key, true)
