@@ -585,7 +585,8 @@ impl Runner<'_> {
             .args(self.selection())
             .args(self.equivalents.exclude_patterns().map(|re| format!("--exclude-re={re}")))
             .args(["--profile=mutants", "--colors=never", "--no-times"]);
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| self.root.join("target/mutants"), PathBuf::from);
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| self.root.join("target/mutants"), PathBuf::from);
         // Incremental builds, whatever the caller's environment says: cargo-mutants mutates one
         // copy of the tree in place, one mutant after another, so each build recompiles only
         // what the mutated function touches (a runtime mutant's build takes about 2 s instead of

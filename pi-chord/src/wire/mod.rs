@@ -1,7 +1,8 @@
 //! Chord's wire grammar: service calls, control calls, catalogues, snapshots and updates.
 //!
 //! The types are generated from `pi-chord/schema/chord.json` (the project's schema language,
-//! `pi-protocol-gen/SCHEMA.md`) by `build.rs`; this module adds what JSON Schema cannot say and
+//! `pi-protocol-gen/SCHEMA.md`) by `cargo xtask gen` into `generated.rs` (checked in, kept fresh
+//! by `cargo xtask gen --check`); this module adds what JSON Schema cannot say and
 //! Chord's parsers check (`parseServiceCall`, `parseServiceCatalogue`,
 //! `parseWireServiceSubscriptionSnapshot`, `parseWireServiceProviderUpdate` and
 //! `decodeServiceControlCall` of `@earendil-works/chord@0.85.1`):
