@@ -164,6 +164,9 @@ fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
         return None;
     }
     let entries = r.enter_map().ok()?;
+    if let Some(verdict) = in_wire_order::<P>(&mut r.clone(), entries) {
+        return verdict;
+    }
     let (mut service_id, mut member, mut args, mut instance) = (None, None, None, None);
     for entry in 0..entries {
         let last = entry + 1 == entries;
@@ -181,6 +184,27 @@ fn walk<P: Kept>(call: &Payload) -> Option<Parts<P>> {
         }
     }
     Some(Parts { service_id: service_id?, member: member?, args: args?, instance })
+}
+
+/// The walk of a call written `{serviceId, member, args}` in that order, as the real pi-client,
+/// Chord and this crate's client write it: each key is expected in turn rather than matched
+/// against the four. `None` when the call is written otherwise (the general walk decides), or
+/// the verdict: `Some(None)` when a part has the wrong shape, which the general walk would
+/// refuse too.
+#[inline]
+fn in_wire_order<P: Kept>(r: &mut Reader<'_>, entries: usize) -> Option<Option<Parts<P>>> {
+    if entries != 3 || !r.take_key(b"serviceId") {
+        return None;
+    }
+    let Some(service_id) = P::name(r) else { return Some(None) };
+    if !r.take_key(b"member") {
+        return None;
+    }
+    let Some(member) = P::name(r) else { return Some(None) };
+    if !r.take_key(b"args") {
+        return None;
+    }
+    Some(array(r, true).map(|args| Parts { service_id, member, args, instance: None }))
 }
 
 /// A non-empty text. Its bytes are not checked for UTF-8 again: the call was validated whole
@@ -293,6 +317,44 @@ mod tests {
         let short = payload(json!({"serviceId": "s", "member": "m", "args": []}));
         let layout = call_layout(&short).expect("a service call");
         assert_eq!((layout.args(&short).expect("[]").as_cbor(), layout.instance(&short)), (&[0x80][..], None));
+    }
+
+    #[test]
+    fn calls_in_wire_order_get_the_general_walk_s_verdicts() {
+        // JSON text keeps its key order: these are `{serviceId, member, args}` as pi-client writes.
+        let text = |json: &str| Payload::from_json_str(json).expect("a payload");
+        let verdict = |json: &str| {
+            let call = text(json);
+            let shape = is_service_call(&call);
+            assert_eq!(call_layout(&call).is_some(), shape, "{json}");
+            shape
+        };
+        let call = text(r#"{"serviceId":"demo.echo","member":"echo","args":[1,"x",{"a":[2]}]}"#);
+        let layout = call_layout(&call).expect("a service call");
+        assert_eq!((layout.service_id(&call), layout.member(&call)), (Some("demo.echo"), Some("echo")));
+        assert_eq!(layout.args(&call), Some(text(r#"[1,"x",{"a":[2]}]"#)));
+        assert_eq!(layout.instance(&call), None);
+        // Values that spell the keys: read as values, not as the next key.
+        assert!(verdict(r#"{"serviceId":"member","member":"args","args":[]}"#));
+        for bad in [
+            r#"{"serviceId":"","member":"m","args":[]}"#,
+            r#"{"serviceId":"s","member":"","args":[]}"#,
+            r#"{"serviceId":1,"member":"m","args":[]}"#,
+            r#"{"serviceId":"s","member":["m"],"args":[]}"#,
+            r#"{"serviceId":"s","member":"m","args":{}}"#,
+            r#"{"serviceId":"s","member":"m","args":"args"}"#,
+            r#"{"serviceId":"s","member":"m","argz":[]}"#,
+            r#"{"serviceId":"s","membre":"m","args":[]}"#,
+            r#"{"serviceId":"s","member":"m","args":[],"extra":1}"#,
+        ] {
+            assert!(!verdict(bad), "{bad}");
+        }
+        // Other orders, and a fourth entry, go the general way.
+        assert!(verdict(r#"{"member":"m","serviceId":"s","args":[]}"#));
+        assert!(verdict(r#"{"serviceId":"s","args":[],"member":"m"}"#));
+        let with_instance = text(r#"{"serviceId":"s","member":"m","args":[],"instance":{"key":"k","generation":1}}"#);
+        let layout = call_layout(&with_instance).expect("a service call");
+        assert_eq!(layout.instance(&with_instance), Some(text(r#"{"key":"k","generation":1}"#)));
     }
 
     #[test]

@@ -402,6 +402,21 @@ impl<'de> Reader<'de> {
 
     // --------------------------------------------------------------- peeking
 
+    /// Moves past the next item when it is the text string `key` ([`next_key_is`](Self::next_key_is)),
+    /// and says whether it did; otherwise the cursor stays where it was. For decoders that expect
+    /// their keys in one order and walk the general way when they are not. The bytes compared are
+    /// `key`'s, so a key taken is valid UTF-8 when `key` is.
+    #[inline(always)]
+    pub fn take_key(&mut self, key: &[u8]) -> bool {
+        match self.short_text_at_cursor() {
+            Some((header, len)) if key_equals(&self.input[self.pos + header..self.pos + header + len], key) => {
+                self.pos += header + len;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Reads a map key, which must be a text string, as its bytes, without checking that they
     /// are UTF-8: for decoders that only compare keys with known (valid) ones and refuse any
     /// other key, so that a key they accept is valid UTF-8 by that comparison.

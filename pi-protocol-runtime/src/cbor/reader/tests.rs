@@ -625,3 +625,34 @@ fn the_table_of_initial_bytes_says_what_the_grammar_says() {
         assert_eq!(head.follows, follows, "{b:#04x}");
     }
 }
+
+#[test]
+fn take_key_moves_past_the_named_key_only() {
+    // {"args": 1} then a second text "ab" at the end.
+    let input = [0xa1, 0x64, b'a', b'r', b'g', b's', 0x01, 0x62, b'a', b'b'];
+    let mut r = Reader::new(&input, CborLimits::default());
+    assert_eq!(r.enter_map().unwrap(), 1);
+    // Another key, a prefix of it, a longer one: the cursor stays.
+    for other in [&b"argv"[..], b"arg", b"argss", b""] {
+        assert!(!r.take_key(other), "{other:?}");
+        assert_eq!(r.position(), 1);
+    }
+    assert!(r.take_key(b"args"));
+    assert_eq!(r.position(), 6);
+    // Not a text string: no.
+    assert!(!r.take_key(b"\x01"));
+    assert_eq!(r.position(), 6);
+    r.skip().unwrap();
+    assert!(r.take_key(b"ab"));
+    assert!(r.is_at_end());
+    // Nothing left: no.
+    assert!(!r.take_key(b""));
+    // A text whose head says more bytes than there are: no.
+    let short = [0x64, b'a', b'r'];
+    assert!(!Reader::new(&short, CborLimits::default()).take_key(b"ar"));
+    // The two-byte head form of the same text is taken too, past both bytes of its head.
+    let long_head = [0x78, 0x02, b'a', b'b', 0xf6];
+    let mut r = Reader::new(&long_head, CborLimits::default());
+    assert!(r.take_key(b"ab"));
+    assert_eq!(r.position(), 4);
+}
