@@ -39,10 +39,18 @@
 //! [`Router::poll_timeout`]. The router counts every queued byte; when it closes a peer that
 //! does not read, the connection's task is aborted at once and its queue dropped; after any
 //! other close the reader stops at once and the writer finishes within the write timeout.
-//! Decoded messages wait for the router task under one byte budget shared by every reader
-//! (`INBOUND_BUDGET`), and at most `TURN` (32) of one connection at once: the router task
-//! takes them first come, first served, so connections are served round robin in turns of 32
-//! messages, and a flooding client delays another's message by at most one turn of its own.
+//! Each reader puts what it decoded in its connection's own inbox, under one byte budget shared
+//! by every reader (`INBOUND_BUDGET`, 64 MiB), and waits while its inbox holds more than
+//! `INBOX_BYTES` (256 KiB); an inbox that was empty names its connection to the router task,
+//! once, on a channel that therefore holds at most one entry a connection. The router task
+//! serves the connections with messages waiting in turn, counted in bytes (deficit round
+//! robin: `QUANTUM`, 1 KiB, a turn), a connection that had been idle before the ones that
+//! always have messages waiting; it writes what it handled after `BATCH` (64) inputs, or at
+//! once after the turn of a connection that had been idle. So a flood delays another
+//! connection's message by the rest of the batch under way, not by the flood's queue; and a
+//! reader gives the thread up after each read's worth of messages, so that decoding a flood
+//! does not hold it either. A stream's end is handled after its last message; when the router
+//! closes a connection, what waits in its inbox is dropped and its budget released.
 //! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
 //! The bytes each reader holds of frames not yet decoded (a frame partly received) are charged
 //! to one [`ByteBudget`] for every connection (`--max-partial-frame-bytes`, 256 MiB): a
@@ -53,11 +61,11 @@
 //! `subscribe` and `unsubscribe` take the subscription id as their first argument, read from
 //! the call's bytes without building the whole call, and only for calls up to 64 KiB.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -77,7 +85,7 @@ use pi_protocol::{
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder, FramedWrite};
 
@@ -121,10 +129,15 @@ The first line on stdout is `listening on ADDR`, then one JSON object a line per
 const PARTIAL_FRAME_BUDGET: usize = 256 * 1024 * 1024;
 /// The bytes of decoded messages that may wait for the router task, over every reader: 64 MiB.
 const INBOUND_BUDGET: usize = 64 * 1024 * 1024;
-/// Decoded messages of one connection that may wait for the router task at once: the router
-/// task takes inputs first come, first served, so between two messages of one connection it
-/// handles at most this many of each other connection (round robin, in turns of this size).
-const TURN: usize = 32;
+/// The bytes of decoded messages one connection may have waiting for the router task in its
+/// inbox, 256 KiB (as [`client_message_bytes`] and [`server_message_bytes`] count them): a
+/// reader that queued past it waits until the router task has taken the inbox back under it.
+/// One message longer than this still goes in alone.
+const INBOX_BYTES: usize = 256 * 1024;
+/// The bytes the router task takes of one connection at its turn (deficit round robin): 1 KiB.
+/// A connection whose next message is longer saves its turns until they add up to it; so in
+/// the long run every connection with messages waiting gets the same bytes through the router.
+const QUANTUM: usize = 1024;
 /// Frames at least this long are decoded on tokio's blocking pool, off the thread that runs
 /// the router task: 1 MiB.
 const DECODE_ELSEWHERE: usize = 1 << 20;
@@ -134,8 +147,12 @@ const DECODE_ELSEWHERE: usize = 1 << 20;
 const INSPECT_LIMIT: usize = 64 * 1024;
 /// The read buffer each reader keeps while it idles.
 const READ_CHUNK: usize = 4096;
-/// Inputs the router task takes before it writes what they produced.
-const BATCH: usize = 256;
+/// Inputs the router task handles before it hands what they produced to the writers and lets
+/// the other tasks run (fewer when a connection that had been idle had its turn: what its
+/// message produced is written at once). Everything runs on one thread, so a message that
+/// arrives while a batch is under way waits for the rest of it: 64 keeps that wait near half a
+/// millisecond in a debug build under a flood (256 made it 2.5 ms), at the same throughput.
+const BATCH: usize = 64;
 
 #[derive(Clone, Debug)]
 enum Address {
@@ -313,10 +330,13 @@ async fn listen(address: &Address) -> Result<(Listening, String), String> {
 
 /// What wakes the router task.
 enum Wake {
-    Input(Input),
+    /// A connection's inbox holds inputs now.
+    Ready(Source),
+    /// Inputs wait in the round robin, and the other tasks had their go.
+    Serve,
+    Accepted(Accepted),
     Progress(Progress),
     Timer,
-    Stopped,
 }
 
 async fn run(args: Args) -> Result<(), String> {
@@ -325,12 +345,14 @@ async fn run(args: Args) -> Result<(), String> {
         None => announced_server_id(&args.upstreams[0]).await?,
     };
     let (listening, shown) = listen(&args.listen).await?;
-    let (inputs, mut received) = mpsc::channel::<Input>(4096);
+    // At most one key a connection at once (`InboxState::scheduled`): bounded by the connections.
+    let (ready, mut readied) = mpsc::unbounded_channel::<Source>();
+    let (accepts, mut accepted) = mpsc::channel::<Accepted>(1);
     let (progress, mut progressed) = mpsc::unbounded_channel::<Progress>();
     let router = Router::new(home, args.options.clone()).with_inspector(ChordSubscriptions);
     // Every connection task holds a clone of `alive`: once all are dropped, everything was written.
     let (alive, mut writers_done) = mpsc::channel::<()>(1);
-    let mut coordinator = Coordinator::new(router, &args, inputs.clone(), progress, alive);
+    let mut coordinator = Coordinator::new(router, &args, ready, progress, alive);
     if args.shared {
         for address in &args.upstreams {
             coordinator.connect_upstream(address, None);
@@ -339,15 +361,13 @@ async fn run(args: Args) -> Result<(), String> {
         // Serve once every shared upstream has answered its handshake.
         while coordinator.starting > 0 {
             let wake = tokio::select! {
-                input = received.recv() => input.map_or(Wake::Stopped, Wake::Input),
+                biased;
                 Some(p) = progressed.recv() => Wake::Progress(p),
+                Some(source) = readied.recv() => Wake::Ready(source),
+                () = tokio::task::yield_now(), if coordinator.has_turns() => Wake::Serve,
             };
             coordinator.router.handle_timeout(Instant::now().into_std());
-            match wake {
-                Wake::Input(input) => coordinator.handle(input),
-                Wake::Progress(p) => coordinator.progress(p),
-                _ => return Err("the router stopped".to_owned()),
-            }
+            coordinator.wake(wake, &mut readied);
             coordinator.flush();
             if let Some(failure) = coordinator.failure.take() {
                 return Err(failure);
@@ -359,9 +379,9 @@ async fn run(args: Args) -> Result<(), String> {
     let quiet = args.quiet;
     let (accept_options, limit) = (args.accept.clone(), args.connections);
     let acceptor = match listening {
-        Listening::Tcp(listener) => tokio::spawn(accept(listener, accept_options, inputs, limit, quiet, None)),
+        Listening::Tcp(listener) => tokio::spawn(accept(listener, accept_options, accepts, limit, quiet, None)),
         Listening::Unix(listener, guard) => {
-            tokio::spawn(accept(listener, accept_options, inputs, limit, quiet, Some(guard)))
+            tokio::spawn(accept(listener, accept_options, accepts, limit, quiet, Some(guard)))
         }
     };
     loop {
@@ -369,25 +389,15 @@ async fn run(args: Args) -> Result<(), String> {
         let wake = tokio::select! {
             biased;
             Some(p) = progressed.recv() => Wake::Progress(p),
-            input = received.recv() => input.map_or(Wake::Stopped, Wake::Input),
+            Some(source) = readied.recv() => Wake::Ready(source),
+            Some(a) = accepted.recv() => Wake::Accepted(a),
+            // Inputs wait: served once the readers and writers that can go went.
+            () = tokio::task::yield_now(), if coordinator.has_turns() => Wake::Serve,
             () = sleep_until(deadline) => Wake::Timer,
         };
         // The clock first, so that what the input arms counts from now.
         coordinator.router.handle_timeout(Instant::now().into_std());
-        match wake {
-            Wake::Input(input) => {
-                coordinator.handle(input);
-                for _ in 1..BATCH {
-                    match received.try_recv() {
-                        Ok(input) => coordinator.handle(input),
-                        Err(_) => break,
-                    }
-                }
-            }
-            Wake::Progress(p) => coordinator.progress(p),
-            Wake::Timer => {}
-            Wake::Stopped => break,
-        }
+        coordinator.wake(wake, &mut readied);
         coordinator.flush();
         if coordinator.finished() {
             break;
@@ -442,7 +452,7 @@ async fn announced_server_id(address: &Address) -> Result<ServerId, String> {
 async fn accept<L>(
     listener: L,
     options: AcceptOptions,
-    inputs: mpsc::Sender<Input>,
+    accepts: mpsc::Sender<Accepted>,
     limit: Option<u64>,
     quiet: bool,
     _unlink: Option<UnlinkOnDrop>,
@@ -461,7 +471,7 @@ async fn accept<L>(
             Ok(connection) => {
                 accepted += 1;
                 let (reader, writer) = connection.stream.split();
-                if inputs.send(Input::Accepted(reader, writer, connection.permit)).await.is_err() {
+                if accepts.send(Accepted(reader, writer, connection.permit)).await.is_err() {
                     return;
                 }
             }
@@ -505,12 +515,12 @@ enum End {
     BudgetExceeded(usize),
 }
 
-/// What the connection tasks tell the task that owns the router.
+/// A client the acceptor accepted, for the router task.
+struct Accepted(Reader, Writer, ConnectionPermit);
+
+/// What a connection's reader leaves in its inbox for the task that owns the router.
 enum Input {
-    /// A client connected.
-    Accepted(Reader, Writer, ConnectionPermit),
-    /// A decoded message from a client, holding its share of the inbound budget and its place
-    /// in the connection's turn.
+    /// A decoded message from a client, holding its share of the inbound budget.
     FromClient(ClientKey, ClientMessage, Budget),
     /// The client's stream ended.
     ClientEnded(ClientKey, End),
@@ -520,10 +530,172 @@ enum Input {
     UpstreamEnded(UpstreamKey, End),
 }
 
-/// What a decoded message holds until the router task handled it: bytes of the shared inbound
-/// budget and a place in its connection's turn.
+/// What a decoded message holds until the router task handled it: its bytes of the inbound
+/// budget shared by every reader.
 #[allow(dead_code)]
-struct Budget(OwnedSemaphorePermit, OwnedSemaphorePermit);
+struct Budget(OwnedSemaphorePermit);
+
+/// A connection, as its reader names itself to the router task.
+#[derive(Clone, Copy)]
+enum Source {
+    Client(ClientKey),
+    Upstream(UpstreamKey),
+}
+
+/// One connection's decoded inputs waiting for the router task. Its reader puts them in, the
+/// router task takes them out at the connection's turns.
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    /// Told when the router task took the inbox back under [`INBOX_BYTES`], or closed it.
+    room: Notify,
+}
+
+#[derive(Default)]
+struct InboxState {
+    /// The messages, each with its bytes.
+    queue: VecDeque<(Input, usize)>,
+    /// The sum of the bytes in `queue`.
+    bytes: usize,
+    /// How the stream ended, handed over after the last message.
+    end: Option<Input>,
+    /// Whether the router task knows the inbox holds something (its key was sent on the ready
+    /// channel, or it has a place in the round robin): at most once per connection, so the
+    /// ready channel holds at most one key per connection.
+    scheduled: bool,
+    /// The router closed the connection: nothing more goes in.
+    closed: bool,
+}
+
+/// Why [`Inbox::take`] stopped.
+enum Taken {
+    /// The inbox is empty (and no longer scheduled).
+    Empty,
+    /// The next message is longer than the credit left.
+    Spent,
+    /// The batch is full.
+    Full,
+}
+
+impl Inbox {
+    fn state(&self) -> MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Moves to `into` the inputs that fit in `credit` (which it lowers by their bytes) until
+    /// `into` holds `max`; the end of the stream after the last message. `alone`: no other
+    /// connection waits, so a message longer than the credit is taken at once rather than
+    /// after as many turns as it needs.
+    fn take(&self, credit: &mut usize, alone: bool, max: usize, into: &mut Vec<Input>) -> Taken {
+        let mut state = self.state();
+        let over = state.bytes > INBOX_BYTES;
+        let taken = loop {
+            match state.queue.front() {
+                Some((_, bytes)) if *bytes > *credit && alone && into.is_empty() => *credit = *bytes,
+                Some((_, bytes)) if *bytes > *credit => break Taken::Spent,
+                None if state.end.is_none() => {
+                    state.scheduled = false;
+                    break Taken::Empty;
+                }
+                _ if into.len() >= max => break Taken::Full,
+                _ => {}
+            }
+            match state.queue.pop_front() {
+                Some((input, bytes)) => {
+                    *credit -= bytes;
+                    state.bytes -= bytes;
+                    into.push(input);
+                }
+                None => into.extend(state.end.take()),
+            }
+        };
+        if over && state.bytes <= INBOX_BYTES {
+            self.room.notify_one();
+        }
+        taken
+    }
+
+    /// The router closed the connection: drops what waits (releasing its inbound budget) and
+    /// lets a reader waiting for room go.
+    fn close(&self) {
+        let dropped = {
+            let mut state = self.state();
+            state.closed = true;
+            state.bytes = 0;
+            drop(state.end.take());
+            std::mem::take(&mut state.queue)
+        };
+        drop(dropped);
+        self.room.notify_one();
+    }
+}
+
+/// A connection's place in the router task's round robin: it has inputs waiting.
+struct Turn {
+    source: Source,
+    /// The bytes it may still take (deficit round robin).
+    credit: usize,
+    /// A turn cut short by the end of a batch, to go on without a new quantum.
+    started: bool,
+}
+
+/// A reader's end of its connection's inbox.
+struct Feed {
+    inbox: Arc<Inbox>,
+    ready: mpsc::UnboundedSender<Source>,
+    source: Source,
+}
+
+impl Feed {
+    /// Puts `input` in the inbox, waking the router task if the inbox was empty; `false` once
+    /// the router closed the connection.
+    fn put(&self, input: Input, bytes: usize, end: bool) -> bool {
+        let wake = {
+            let mut state = self.inbox.state();
+            if state.closed {
+                return false;
+            }
+            if end {
+                state.end = Some(input);
+            } else {
+                state.queue.push_back((input, bytes));
+                state.bytes += bytes;
+            }
+            !std::mem::replace(&mut state.scheduled, true)
+        };
+        if wake {
+            let _ = self.ready.send(self.source);
+        }
+        true
+    }
+
+    /// Puts a message in the inbox, then waits while the inbox holds more than
+    /// [`INBOX_BYTES`]; `false` once the router closed the connection.
+    async fn send(&self, input: Input, bytes: usize) -> bool {
+        if !self.put(input, bytes, false) {
+            return false;
+        }
+        loop {
+            {
+                let state = self.inbox.state();
+                if state.closed {
+                    return false;
+                }
+                if state.bytes <= INBOX_BYTES {
+                    return true;
+                }
+            }
+            // `notify_one` keeps a permit when nobody waits: a take between the check and
+            // here is not missed.
+            self.inbox.room.notified().await;
+        }
+    }
+
+    /// Hands over how the stream ended, after every message put before.
+    fn end(&self, input: Input) {
+        self.put(input, 0, true);
+    }
+}
 
 /// What the writers tell the router task: bytes written, or a write that failed.
 enum Progress {
@@ -539,16 +711,20 @@ struct Connection<M> {
     /// Fired (or dropped) to stop reading at once.
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::AbortHandle,
+    /// What its reader decoded and the router task has not taken yet.
+    inbox: Arc<Inbox>,
 }
 
 impl<M> Connection<M> {
-    /// The router closed it: stop reading now; drop the queue at once when the peer does not
-    /// read, else let the writer finish it (within the write timeout) and close.
+    /// The router closed it: stop reading now and drop what it read and the router task did
+    /// not take; drop the queue at once when the peer does not read, else let the writer
+    /// finish it (within the write timeout) and close.
     fn close(self, reason: &CloseReason) {
         if reason.drops_queue() {
             self.task.abort();
         }
         drop(self.stop);
+        self.inbox.close();
     }
 }
 
@@ -556,7 +732,15 @@ impl<M> Connection<M> {
 /// writes and closes.
 struct Coordinator {
     router: Router,
-    inputs: mpsc::Sender<Input>,
+    ready: mpsc::UnboundedSender<Source>,
+    /// Connections with inputs waiting that became ready since their last turn: served first,
+    /// so that a connection that sends a message now and then does not wait behind the
+    /// connections that always have some.
+    fresh: VecDeque<Turn>,
+    /// The other connections with inputs waiting, in round-robin order.
+    ring: VecDeque<Turn>,
+    /// What the turn being served took from its inbox (kept for its allocation).
+    taken: Vec<Input>,
     progress: mpsc::UnboundedSender<Progress>,
     inbound: Arc<Semaphore>,
     partial: ByteBudget,
@@ -586,13 +770,16 @@ impl Coordinator {
     fn new(
         router: Router,
         args: &Args,
-        inputs: mpsc::Sender<Input>,
+        ready: mpsc::UnboundedSender<Source>,
         progress: mpsc::UnboundedSender<Progress>,
         alive: mpsc::Sender<()>,
     ) -> Self {
         Coordinator {
             router,
-            inputs,
+            ready,
+            fresh: VecDeque::new(),
+            ring: VecDeque::new(),
+            taken: Vec::new(),
             progress,
             inbound: Arc::new(Semaphore::new(INBOUND_BUDGET)),
             partial: ByteBudget::new(args.max_partial_frame_bytes),
@@ -646,7 +833,8 @@ impl Coordinator {
         }
         let (sender, queue) = mpsc::unbounded_channel();
         let (stop, stopped) = oneshot::channel();
-        let inputs = self.inputs.clone();
+        let inbox = Arc::new(Inbox::default());
+        let feed = self.feed(&inbox, Source::Upstream(key));
         let progress = self.progress.clone();
         let alive = self.alive.clone();
         let address = address.clone();
@@ -655,26 +843,103 @@ impl Coordinator {
         let task = tokio::spawn(async move {
             let (reader, writer) = match connect(&address).await {
                 Ok(halves) => halves,
-                Err(e) => {
-                    let _ = inputs.send(Input::UpstreamEnded(key, End::Io(e))).await;
-                    return;
-                }
+                Err(e) => return feed.end(Input::UpstreamEnded(key, End::Io(e))),
             };
             let sink = FramedWrite::new(writer, ClientCodec::new());
             let wire = Wire { bytes_of: client_message_bytes, encode: pi_protocol::encode_client_message };
             let write = write_loop(sink, queue, write_timeout, wire, move |r| {
                 let _ = progress.send(Progress::Upstream(key, r));
             });
-            let read = read_loop(reader, ClientCodec::new(), reader_options, inputs, server_message_bytes, key);
+            let read = read_loop(reader, ClientCodec::new(), reader_options, feed, server_message_bytes, key);
             // The router's hello is already in the queue.
             run_connection(read, write, None, stopped, alive).await;
         });
-        self.upstreams.insert(key, Connection { queue: sender, go: None, stop: Some(stop), task: task.abort_handle() });
+        let connection = Connection { queue: sender, go: None, stop: Some(stop), task: task.abort_handle(), inbox };
+        self.upstreams.insert(key, connection);
+    }
+
+    /// The reader's end of `inbox`, the inbox of `source`.
+    fn feed(&self, inbox: &Arc<Inbox>, source: Source) -> Feed {
+        Feed { inbox: inbox.clone(), ready: self.ready.clone(), source }
+    }
+
+    /// `source` has inputs waiting (its reader said so on the ready channel).
+    fn ready(&mut self, source: Source) {
+        self.fresh.push_back(Turn { source, credit: 0, started: false });
+    }
+
+    /// Whether some connection has inputs waiting for its turn.
+    fn has_turns(&self) -> bool {
+        !self.fresh.is_empty() || !self.ring.is_empty()
+    }
+
+    /// Serves the connections with inputs waiting, round robin, until `BATCH` inputs are
+    /// handled, none wait, or a connection that had been idle had its turn (so that what its
+    /// message produced is written at once).
+    fn serve(&mut self, ready: &mut mpsc::UnboundedReceiver<Source>) {
+        let mut handled = 0;
+        while handled < BATCH {
+            while let Ok(source) = ready.try_recv() {
+                self.ready(source);
+            }
+            let (mut turn, fresh) = match self.fresh.pop_front() {
+                Some(turn) => (turn, true),
+                None => match self.ring.pop_front() {
+                    Some(turn) => (turn, false),
+                    None => break,
+                },
+            };
+            if !turn.started {
+                turn.credit += QUANTUM;
+            }
+            let alone = !self.has_turns();
+            let mut taken = std::mem::take(&mut self.taken);
+            let inbox = match turn.source {
+                Source::Client(client) => self.clients.get(&client).map(|c| &c.inbox),
+                Source::Upstream(upstream) => self.upstreams.get(&upstream).map(|c| &c.inbox),
+            };
+            // A connection the router closed has no inbox any more: its turn is dropped.
+            let outcome =
+                inbox.map_or(Taken::Empty, |inbox| inbox.take(&mut turn.credit, alone, BATCH - handled, &mut taken));
+            handled += taken.len();
+            for input in taken.drain(..) {
+                self.handle(input);
+            }
+            self.taken = taken;
+            match outcome {
+                Taken::Empty => {}
+                // The rest of its turn at the next batch, before the rest of the ring.
+                Taken::Full => {
+                    turn.started = true;
+                    self.ring.push_front(turn);
+                }
+                Taken::Spent => {
+                    turn.started = false;
+                    self.ring.push_back(turn);
+                }
+            }
+            if fresh {
+                break;
+            }
+        }
+    }
+
+    /// Acts on what woke the router task (before the router's output is flushed).
+    fn wake(&mut self, wake: Wake, ready: &mut mpsc::UnboundedReceiver<Source>) {
+        match wake {
+            Wake::Ready(source) => {
+                self.ready(source);
+                self.serve(ready);
+            }
+            Wake::Serve => self.serve(ready),
+            Wake::Accepted(accepted) => self.accepted(accepted),
+            Wake::Progress(p) => self.progress(p),
+            Wake::Timer => {}
+        }
     }
 
     fn handle(&mut self, input: Input) {
         match input {
-            Input::Accepted(reader, writer, permit) => self.accepted(reader, writer, permit),
             Input::FromClient(client, message, _budget) => self.router.client_message(client, message),
             Input::ClientEnded(client, end) => match end {
                 End::PeerClosed => self.router.client_peer_closed(client),
@@ -706,9 +971,11 @@ impl Coordinator {
         }
     }
 
-    fn accepted(&mut self, reader: Reader, writer: Writer, permit: ConnectionPermit) {
+    fn accepted(&mut self, Accepted(reader, writer, permit): Accepted) {
         self.served += 1;
         let client = self.router.add_client();
+        let inbox = Arc::new(Inbox::default());
+        let feed = self.feed(&inbox, Source::Client(client));
         let (sender, queue) = mpsc::unbounded_channel();
         let (stop, stopped) = oneshot::channel();
         let (go, start) = oneshot::channel();
@@ -720,14 +987,14 @@ impl Coordinator {
         let write = write_loop(sink, queue, self.router.options().write_timeout, wire, move |r| {
             let _ = progress.send(Progress::Client(client, r));
         });
-        let read =
-            read_loop(reader, ServerCodec::new(), reader_options, self.inputs.clone(), client_message_bytes, client);
+        let read = read_loop(reader, ServerCodec::new(), reader_options, feed, client_message_bytes, client);
         let alive = self.alive.clone();
         let task = tokio::spawn(async move {
             let _permit = permit;
             run_connection(read, write, Some(start), stopped, alive).await;
         });
-        let mut connection = Connection { queue: sender, go: Some(go), stop: Some(stop), task: task.abort_handle() };
+        let mut connection =
+            Connection { queue: sender, go: Some(go), stop: Some(stop), task: task.abort_handle(), inbox };
         if self.shared {
             if let Some(go) = connection.go.take() {
                 let _ = go.send(());
@@ -909,13 +1176,14 @@ struct ReaderOptions {
     partial: ByteCharge,
 }
 
-/// Reads and decodes frames until the stream ends, passing each message on once the inbound
-/// budget has room for it; a frame begun and not finished within the frame timeout ends it.
+/// Reads and decodes frames until the stream ends, putting each message in the connection's
+/// inbox once the inbound budget has room for it, and waiting while the inbox is full; a frame
+/// begun and not finished within the frame timeout ends it.
 async fn read_loop<C, M, K>(
     mut reader: Reader,
     mut codec: C,
     mut options: ReaderOptions,
-    inputs: mpsc::Sender<Input>,
+    feed: Feed,
     bytes_of: fn(&M) -> usize,
     key: K,
 ) where
@@ -925,7 +1193,6 @@ async fn read_loop<C, M, K>(
 {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut limit = options.max_before_hello;
-    let turn = Arc::new(Semaphore::new(TURN));
     let mut frame_started: Option<Instant> = None;
     let end = 'read: loop {
         let mut decoded = false;
@@ -955,10 +1222,9 @@ async fn read_loop<C, M, K>(
                 Ok(Some(message)) => {
                     decoded = true;
                     limit = None;
-                    let bytes = bytes_of(&message).min(INBOUND_BUDGET) as u32;
-                    let Ok(place) = turn.clone().acquire_owned().await else { return };
-                    let Ok(permit) = options.inbound.clone().acquire_many_owned(bytes).await else { return };
-                    if inputs.send(key.message(message, Budget(permit, place))).await.is_err() {
+                    let bytes = bytes_of(&message).min(INBOUND_BUDGET);
+                    let Ok(permit) = options.inbound.clone().acquire_many_owned(bytes as u32).await else { return };
+                    if !feed.send(key.message(message, Budget(permit)), bytes).await {
                         return;
                     }
                 }
@@ -967,6 +1233,11 @@ async fn read_loop<C, M, K>(
                 Err(IoError::Io(e)) => break 'read End::Io(e),
                 Err(e) => break 'read End::Io(io::Error::other(e.to_string())),
             }
+        }
+        if decoded {
+            // One read's worth of messages at a time: the router task and the other
+            // connections (all on this one thread) go before this reader decodes more.
+            tokio::task::yield_now().await;
         }
         // What is left is a frame partly received: its bytes stay charged (a decoded message
         // holds its own bytes under the inbound budget).
@@ -995,7 +1266,7 @@ async fn read_loop<C, M, K>(
             Err(e) => break End::Io(e),
         }
     };
-    let _ = inputs.send(key.ended(end)).await;
+    feed.end(key.ended(end));
 }
 
 /// How a reader names what it read, for a client or an upstream.
