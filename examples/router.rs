@@ -45,11 +45,11 @@
 //! once, on a channel that therefore holds at most one entry a connection. The router task
 //! serves the connections with messages waiting in turn, counted in bytes (deficit round
 //! robin: `QUANTUM`, 1 KiB, a turn), a connection that had been idle before the ones that
-//! always have messages waiting; it writes what it handled after `BATCH` (64) inputs, or at
+//! always have messages waiting; it writes what it handled after `BATCH` (128) inputs, or at
 //! once after the turn of a connection that had been idle. So a flood delays another
 //! connection's message by the rest of the batch under way, not by the flood's queue; and a
-//! reader gives the thread up after each read's worth of messages, so that decoding a flood
-//! does not hold it either. A stream's end is handled after its last message; when the router
+//! reader gives the thread up after every `DECODE_SLICE` (2 KiB) of messages, so that decoding
+//! a flood does not hold it either (everything runs on one thread). A stream's end is handled after its last message; when the router
 //! closes a connection, what waits in its inbox is dropped and its budget released.
 //! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
 //! The bytes each reader holds of frames not yet decoded (a frame partly received) are charged
@@ -145,14 +145,19 @@ const DECODE_ELSEWHERE: usize = 1 << 20;
 /// few dozen bytes; a longer one is routed as a plain call (a subscription opened with one is
 /// not tracked, and its updates are dropped as unrouted).
 const INSPECT_LIMIT: usize = 64 * 1024;
+/// The bytes of messages a reader decodes before it lets the other tasks on its thread go
+/// (the router task, the other connections): 2 KiB, some 60 small calls, so that a reader
+/// decoding a flood holds the thread no longer than the router task does for a batch.
+const DECODE_SLICE: usize = 2048;
 /// The read buffer each reader keeps while it idles.
 const READ_CHUNK: usize = 4096;
 /// Inputs the router task handles before it hands what they produced to the writers and lets
 /// the other tasks run (fewer when a connection that had been idle had its turn: what its
 /// message produced is written at once). Everything runs on one thread, so a message that
-/// arrives while a batch is under way waits for the rest of it: 64 keeps that wait near half a
-/// millisecond in a debug build under a flood (256 made it 2.5 ms), at the same throughput.
-const BATCH: usize = 64;
+/// arrives while a batch is under way waits for the rest of it. Under a flood, in a debug
+/// build, the median call of the victim in `tests/router_attacks.rs` took 2 ms with 256, 1 ms
+/// with 64 (but the router answered 15% less for its CPU), 1.5 ms with 128.
+const BATCH: usize = 128;
 
 #[derive(Clone, Debug)]
 enum Address {
@@ -1194,6 +1199,8 @@ async fn read_loop<C, M, K>(
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut limit = options.max_before_hello;
     let mut frame_started: Option<Instant> = None;
+    // The bytes decoded since this reader last let the other tasks go.
+    let mut sliced = 0;
     let end = 'read: loop {
         let mut decoded = false;
         loop {
@@ -1227,17 +1234,19 @@ async fn read_loop<C, M, K>(
                     if !feed.send(key.message(message, Budget(permit)), bytes).await {
                         return;
                     }
+                    // The router task and the other connections (all on this one thread) go
+                    // between two slices of this reader's decoding.
+                    sliced += bytes;
+                    if sliced >= DECODE_SLICE {
+                        sliced = 0;
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Ok(None) => break,
                 Err(IoError::Protocol(e)) => break 'read End::Decode(e),
                 Err(IoError::Io(e)) => break 'read End::Io(e),
                 Err(e) => break 'read End::Io(io::Error::other(e.to_string())),
             }
-        }
-        if decoded {
-            // One read's worth of messages at a time: the router task and the other
-            // connections (all on this one thread) go before this reader decodes more.
-            tokio::task::yield_now().await;
         }
         // What is left is a frame partly received: its bytes stay charged (a decoded message
         // holds its own bytes under the inbound budget).

@@ -582,33 +582,42 @@ fn a_victim_latency_under_another_client_flood_stays_near_its_latency_alone() {
         }
         sent
     });
+    // The answered bytes so far, read at both ends of the victim's measure: the flood's rate.
+    let answered_so_far = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = answered_so_far.clone();
     let reader = std::thread::spawn(move || {
         let mut stream = flood_reader.into_inner();
         let mut answered = 0u64;
         let mut buf = vec![0u8; 1 << 16];
         while let Ok(n @ 1..) = stream.read(&mut buf) {
             answered += n as u64;
+            counter.store(answered, std::sync::atomic::Ordering::Relaxed);
         }
         answered
     });
-    let flood_started = Instant::now();
     std::thread::sleep(Duration::from_millis(300));
     let (ticks, started) = (router.cpu_ticks(), Instant::now());
+    let answered_before = answered_so_far.load(std::sync::atomic::Ordering::Relaxed);
     let mut flooded = measure(300);
-    let busy = (router.cpu_ticks() - ticks) as f64 / 100.0 / started.elapsed().as_secs_f64();
+    let window = started.elapsed();
+    let rate = (answered_so_far.load(std::sync::atomic::Ordering::Relaxed) - answered_before) as f64
+        / window.as_secs_f64()
+        / 1e6;
+    let busy = (router.cpu_ticks() - ticks) as f64 / 100.0 / window.as_secs_f64();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sent = writer.join().unwrap();
     flood.shutdown(std::net::Shutdown::Both).unwrap();
     let answered = reader.join().unwrap();
-    let flood_time = flood_started.elapsed();
     let (alone_p50, alone_p99) = (percentile(&mut alone, 0.5), percentile(&mut alone, 0.99));
     let (flood_p50, flood_p99) = (percentile(&mut flooded, 0.5), percentile(&mut flooded, 0.99));
     eprintln!(
-        "victim latency: alone p50 {alone_p50:?} p99 {alone_p99:?}; under a flood of {sent} calls ({answered} bytes answered in {flood_time:.2?}, {:.1} MB/s, the router {:.0}% busy) p50 {flood_p50:?} p99 {flood_p99:?}",
-        answered as f64 / flood_time.as_secs_f64() / 1e6,
+        "victim latency: alone p50 {alone_p50:?} p99 {alone_p99:?}; under a flood of {sent} calls ({answered} bytes answered, {rate:.1} MB/s while the victim called, the router {:.0}% busy) p50 {flood_p50:?} p99 {flood_p99:?}",
         busy * 100.0
     );
-    assert!(flood_p99 < (alone_p99 * 20).max(Duration::from_millis(200)), "{flood_p99:?} vs {alone_p99:?}");
+    // Alone the p99 is 0.3-0.9 ms, under the flood 1-13 ms (the router serves connections
+    // round robin by bytes, an idle one first); the floor leaves room for a machine whose two
+    // cores other work shares.
+    assert!(flood_p99 < (alone_p99 * 3).max(Duration::from_millis(50)), "{flood_p99:?} vs {alone_p99:?}");
 }
 
 /// Past the open-file limit, the router's accept loop backs off instead of spinning, reports
