@@ -49,8 +49,9 @@
 //! once after the turn of a connection that had been idle. So a flood delays another
 //! connection's message by the rest of the batch under way, not by the flood's queue; and a
 //! reader gives the thread up after every `DECODE_SLICE` (2 KiB) of messages, so that decoding
-//! a flood does not hold it either (everything runs on one thread). A stream's end is handled after its last message; when the router
-//! closes a connection, what waits in its inbox is dropped and its budget released.
+//! a flood does not hold it either (everything runs on one thread). A stream's end is handled
+//! after its last message; when the router closes a connection, what waits in its inbox is
+//! dropped and its budget released.
 //! Frames of 1 MiB or more are decoded on tokio's blocking pool, off the router task's thread.
 //! The bytes each reader holds of frames not yet decoded (a frame partly received) are charged
 //! to one [`ByteBudget`] for every connection (`--max-partial-frame-bytes`, 256 MiB): a
