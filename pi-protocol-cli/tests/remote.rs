@@ -19,15 +19,25 @@ struct Served {
 }
 
 impl Served {
+    /// The documentation's server (`pi_protocol::client::doc_support`).
     fn new(name: &str) -> Served {
+        Served::with(name, |listener| {
+            pi_protocol::client::doc_support::serve_unix(listener, ServerId::new(SERVER).unwrap())
+        })
+    }
+
+    /// The server `serve` runs on the socket's listener.
+    fn with<F: std::future::Future<Output = ()> + Send + 'static>(
+        name: &str,
+        serve: impl FnOnce(tokio::net::UnixListener) -> F,
+    ) -> Served {
         let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let id = ServerId::new(SERVER).unwrap();
-        let socket = socket_path(&dir, &id);
+        let socket = socket_path(&dir, &ServerId::new(SERVER).unwrap());
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
-        runtime.spawn(pi_protocol::client::doc_support::serve_unix(listener, id));
+        runtime.spawn(serve(listener));
         Served { dir, socket, runtime: Some(runtime) }
     }
 
@@ -222,14 +232,8 @@ async fn serve_counter(listener: tokio::net::UnixListener) {
 
 #[test]
 fn subscribe_prints_the_snapshot_then_each_updated_value() {
-    let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-subscribe", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = socket_path(&dir, &ServerId::new(SERVER).unwrap());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
-    runtime.spawn(serve_counter(listener));
-    let path = socket.to_str().unwrap().to_owned();
+    let served = Served::with("subscribe", serve_counter);
+    let path = served.socket().to_owned();
 
     let mut follower = Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
         .args(["subscribe", "--unix", &path, "demo.counter", "--mode", "singleton", "--updates", "2"])
@@ -258,8 +262,6 @@ fn subscribe_prints_the_snapshot_then_each_updated_value() {
             "\n",
         )
     );
-    runtime.shutdown_background();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A server that never answers `demo.slow wait`, answers `subscribe` with a snapshot of one
@@ -321,15 +323,9 @@ fn next_seen(seen: &std::sync::mpsc::Receiver<String>) -> String {
 
 #[test]
 fn ctrl_c_cancels_a_pending_call_and_exits_130_and_ends_a_subscription_with_0() {
-    let dir = std::env::temp_dir().join(format!("pi-protocol-cli-remote-{}-interrupt", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = socket_path(&dir, &ServerId::new(SERVER).unwrap());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime.block_on(async { tokio::net::UnixListener::bind(&socket) }).unwrap();
     let (to_test, seen) = std::sync::mpsc::channel();
-    runtime.spawn(serve_recording(listener, to_test));
-    let path = socket.to_str().unwrap().to_owned();
+    let served = Served::with("interrupt", |listener| serve_recording(listener, to_test));
+    let path = served.socket().to_owned();
     let spawn = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_pi-protocol"))
             .args(args)
@@ -364,7 +360,4 @@ fn ctrl_c_cancels_a_pending_call_and_exits_130_and_ends_a_subscription_with_0() 
     assert_eq!(text(&out.stdout), "");
     assert_eq!(next_seen(&seen), "request unsubscribe");
     assert_eq!(next_seen(&seen), "unsubscribe");
-
-    runtime.shutdown_background();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -687,6 +687,18 @@ fn after_faults(harness: &Harness, address: &str) -> Result<Value, String> {
     Ok(result)
 }
 
+/// Each ratio of [`ratios`]: the other server, the figure compared, and the ratio's name (the
+/// driver's figure over the other's).
+const RATIOS: &[(&str, &str, &str)] = &[
+    ("bare", "server_cpu_us_per_message", "cpu_per_message_driver_over_bare"),
+    ("reference", "messages_per_second", "messages_per_second_driver_over_reference"),
+    ("reference", "server_capacity_per_cpu_second", "capacity_driver_over_reference"),
+    ("baseline", "messages_per_second", "messages_per_second_driver_over_baseline"),
+    ("baseline", "server_cpu_us_per_message", "cpu_per_message_driver_over_baseline"),
+    ("pi-server", "messages_per_second", "messages_per_second_driver_over_pi_server"),
+    ("pi-server", "server_capacity_per_cpu_second", "capacity_driver_over_pi_server"),
+];
+
 /// The ratios the targets are stated in, per number of connections: the driver's CPU per
 /// message over the bare server's, its messages per second (and per CPU second) over the
 /// reference's and the real pi-server's, and its messages per second and CPU per message over
@@ -695,38 +707,15 @@ fn ratios(bench: &[Value]) -> Value {
     let find = |server: &str, connections: &Value| {
         bench.iter().find(|b| b["server"] == server && b["connections"] == *connections)
     };
+    let figure = |run: &Value, key: &str| run[key].as_f64().unwrap_or(f64::NAN);
     let mut ratios = Vec::new();
     for driver in bench.iter().filter(|b| b["server"] == "driver") {
         let connections = &driver["connections"];
         let mut entry = json!({"connections": connections});
-        if let Some(bare) = find("bare", connections) {
-            let ratio = driver["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN)
-                / bare["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN);
-            entry["cpu_per_message_driver_over_bare"] = json!(ratio);
-        }
-        if let Some(reference) = find("reference", connections) {
-            let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
-                / reference["messages_per_second"].as_f64().unwrap_or(f64::NAN);
-            let capacity = driver["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN)
-                / reference["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN);
-            entry["messages_per_second_driver_over_reference"] = json!(ratio);
-            entry["capacity_driver_over_reference"] = json!(capacity);
-        }
-        if let Some(baseline) = find("baseline", connections) {
-            let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
-                / baseline["messages_per_second"].as_f64().unwrap_or(f64::NAN);
-            let cpu = driver["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN)
-                / baseline["server_cpu_us_per_message"].as_f64().unwrap_or(f64::NAN);
-            entry["messages_per_second_driver_over_baseline"] = json!(ratio);
-            entry["cpu_per_message_driver_over_baseline"] = json!(cpu);
-        }
-        if let Some(pi_server) = find("pi-server", connections) {
-            let ratio = driver["messages_per_second"].as_f64().unwrap_or(f64::NAN)
-                / pi_server["messages_per_second"].as_f64().unwrap_or(f64::NAN);
-            let capacity = driver["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN)
-                / pi_server["server_capacity_per_cpu_second"].as_f64().unwrap_or(f64::NAN);
-            entry["messages_per_second_driver_over_pi_server"] = json!(ratio);
-            entry["capacity_driver_over_pi_server"] = json!(capacity);
+        for &(other, key, name) in RATIOS {
+            if let Some(run) = find(other, connections) {
+                entry[name] = json!(figure(driver, key) / figure(run, key));
+            }
         }
         ratios.push(entry);
     }
