@@ -2,7 +2,7 @@
 //! ones in a shared buffer, a decoded long payload a slice of the frame it came from; and the
 //! small accessors: equality by bytes, `is_null`, `Debug` in wire order, `TryFrom<&Value>`.
 
-use pi_protocol_runtime::{CborLimits, Decode, Payload, Reader, MAX_INLINE_PAYLOAD_LENGTH};
+use pi_protocol_runtime::{CborLimits, Decode, Payload, Reader, Rule, MAX_INLINE_PAYLOAD_LENGTH};
 use serde_json::json;
 
 /// Whether `inner` lies inside `outer`.
@@ -121,4 +121,22 @@ fn an_object_past_the_depth_limit_is_refused() {
     assert_eq!(nested.depth(), 512);
     let error = Payload::object(&[("a", &nested)]).unwrap_err();
     assert_eq!(error.rule(), pi_protocol_runtime::Rule::DepthLimit { limit: 512 });
+}
+
+#[test]
+fn the_parts_of_a_payload_are_read_at_their_offsets() {
+    let call = Payload::from_json_str(r#"{"member":"echo","args":[1,[2]]}"#).unwrap();
+    // 0xa2; 0x66 "member" (7 bytes), the text at 8; 0x64 "echo" (5); 0x64 "args" (5), the array at 18.
+    assert_eq!(call.text_at(8).unwrap(), "echo");
+    assert_eq!(call.item_at(8).unwrap(), Payload::from_json_str(r#""echo""#).unwrap());
+    let args = call.item_at(18).unwrap();
+    assert_eq!(args, Payload::from_json_str("[1,[2]]").unwrap());
+    assert_eq!((args.depth(), args.widest_container()), (2, 2));
+    assert!(call.text_at(18).is_err(), "an array is not a text");
+    // At the end and past it: nothing there.
+    let end = call.as_cbor().len();
+    for offset in [end, end + 1, 1 << 40, usize::MAX] {
+        assert_eq!(call.item_at(offset).unwrap_err().rule(), Rule::Truncated, "{offset}");
+        assert_eq!(call.text_at(offset).unwrap_err().rule(), Rule::Truncated, "{offset}");
+    }
 }
