@@ -64,6 +64,25 @@ fn payloads_compare_by_their_bytes() {
 }
 
 #[test]
+fn payloads_hash_by_their_bytes() {
+    let hash = |payload: &Payload| {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        payload.hash(&mut hasher);
+        hasher.finish()
+    };
+    // The same bytes hash alike whether inline or a slice of a longer buffer.
+    let long = text_payload(MAX_INLINE_PAYLOAD_LENGTH + 10);
+    let copy = Payload::from_json_str(&serde_json::to_string(&long.to_value()).unwrap()).unwrap();
+    assert_eq!(hash(&long), hash(&copy));
+    assert_eq!(hash(&Payload::from_json_str("[1]").unwrap()), hash(&Payload::from_json_str("[ 1 ]").unwrap()));
+    // Other bytes, another hash (for these few, with the standard hasher's fixed keys).
+    let hashes: std::collections::HashSet<u64> =
+        ["[1]", "[2]", "null", "{}", "\"a\""].iter().map(|json| hash(&Payload::from_json_str(json).unwrap())).collect();
+    assert_eq!(hashes.len(), 5);
+}
+
+#[test]
 fn null_is_null_and_nothing_else_is() {
     assert!(Payload::null().is_null());
     assert!(Payload::from_json_str("null").unwrap().is_null());
