@@ -106,6 +106,8 @@ fn try_from_a_value_encodes_it() {
     assert_eq!(by_ref.to_value(), value);
     assert_eq!(Payload::try_from(value.clone()).unwrap(), by_ref);
     assert!(Payload::try_from(&json!(1u64 << 60)).is_err());
+    // And back: a payload into a value.
+    assert_eq!(serde_json::Value::from(&by_ref), value);
 }
 
 #[test]
