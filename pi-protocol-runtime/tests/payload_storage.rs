@@ -119,6 +119,9 @@ fn an_object_of_payloads_is_the_object_of_their_values() {
     assert_eq!(object, Payload::from_json_str(&text).unwrap());
     // Depth: one over the deepest entry; widest: the widest container inside, itself included.
     assert_eq!((object.depth(), object.widest_container()), (5, 5));
+    // A key longer than the nine bytes reserved for each head.
+    let named = Payload::object(&[("a-key-of-twenty-bytes", &wide)]).unwrap();
+    assert_eq!(named, Payload::from_json_str(r#"{"a-key-of-twenty-bytes":[1,2,3,4,5]}"#).unwrap());
     let empty = Payload::object(&[]).unwrap();
     assert_eq!((empty.as_cbor(), empty.depth(), empty.widest_container()), (&[0xa0][..], 1, 0));
     // Many keys: the repeated one is found as well.
@@ -159,5 +162,26 @@ fn the_parts_of_a_payload_are_read_at_their_offsets() {
     for offset in [end, end + 1, 1 << 40, usize::MAX] {
         assert_eq!(call.item_at(offset).unwrap_err().rule(), Rule::Truncated, "{offset}");
         assert_eq!(call.text_at(offset).unwrap_err().rule(), Rule::Truncated, "{offset}");
+    }
+}
+
+#[test]
+fn a_payload_encodes_as_its_own_bytes() {
+    for json in [r#"{"member":"echo","args":[1,[2]]}"#, "null", &format!("{:?}", "x".repeat(80))] {
+        let payload = Payload::from_json_str(json).unwrap();
+        let bytes = pi_protocol_runtime::encode_item(&payload, CborLimits::default()).unwrap();
+        assert_eq!(bytes, payload.as_cbor(), "{json}");
+    }
+}
+
+#[test]
+fn values_nested_past_the_depth_limit_are_refused_in_objects_as_in_arrays() {
+    let nested = |depth: usize, object: bool| {
+        (0..depth).fold(json!(0), |inner, _| if object { json!({"a": inner}) } else { json!([inner]) })
+    };
+    for object in [false, true] {
+        assert!(Payload::from_value(&nested(500, object)).is_ok(), "{object}");
+        let error = Payload::from_value(&nested(600, object)).unwrap_err();
+        assert_eq!(error.rule(), Rule::DepthLimit { limit: 512 }, "{object}");
     }
 }
