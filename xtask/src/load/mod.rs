@@ -80,9 +80,10 @@ struct Settings {
     reference: bool,
     /// Whether the real pi-server is measured too (bench only).
     pi_server: bool,
-    /// The git revision whose example server is measured beside today's, and the features it
-    /// is built with.
-    baseline: Option<(String, String)>,
+    /// The git revision whose example server is measured beside today's.
+    baseline: Option<String>,
+    /// The features the baseline's example server is built with.
+    baseline_features: String,
 }
 
 fn parse(args: &[&str]) -> Result<Settings, String> {
@@ -97,8 +98,8 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
         reference: !short,
         pi_server: !short,
         baseline: None,
+        baseline_features: "tokio".to_owned(),
     };
-    let mut baseline_features = "tokio".to_owned();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |name: &str| -> Result<f64, String> {
@@ -112,10 +113,10 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
             "--pi-server" => settings.pi_server = true,
             "--baseline" => {
                 let rev = it.next().ok_or("--baseline needs a git revision")?;
-                settings.baseline = Some(((*rev).to_owned(), String::new()));
+                settings.baseline = Some((*rev).to_owned());
             }
             "--baseline-features" => {
-                baseline_features = (*it.next().ok_or("--baseline-features needs a value")?).to_owned();
+                settings.baseline_features = (*it.next().ok_or("--baseline-features needs a value")?).to_owned();
             }
             "--seconds" => settings.seconds = number("--seconds")?,
             "--faults-seconds" => settings.faults_seconds = number("--faults-seconds")?,
@@ -128,9 +129,6 @@ fn parse(args: &[&str]) -> Result<Settings, String> {
             }
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
-    }
-    if let Some((_, features)) = &mut settings.baseline {
-        *features = baseline_features;
     }
     Ok(settings)
 }
@@ -250,7 +248,7 @@ pub fn run(args: &[&str]) -> Result<(), String> {
         None
     };
     let baseline = match &settings.baseline {
-        Some((rev, features)) => Some(build_baseline(&root, &target, rev, features, settings.short)?),
+        Some(rev) => Some(build_baseline(&root, &target, rev, &settings.baseline_features, settings.short)?),
         None => None,
     };
     check_open_files(FAULT_CONNECTIONS.max(settings.connections.iter().copied().max().unwrap_or(0)))?;
@@ -324,7 +322,8 @@ pub fn run(args: &[&str]) -> Result<(), String> {
     print_ratios(&ratios);
     print_table(&bench, &ratios);
     if !settings.short {
-        let baseline = settings.baseline.as_ref().map(|(rev, features)| json!({"revision": rev, "features": features}));
+        let baseline =
+            settings.baseline.as_ref().map(|rev| json!({"revision": rev, "features": settings.baseline_features}));
         let results = json!({
             "bench": bench,
             "faults": faults,
@@ -383,21 +382,20 @@ fn build_baseline(root: &Path, target: &Path, rev: &str, features: &str, short: 
         let partial = base.join(format!("{commit}.partial"));
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
-        let archive = git(&["archive", "--format=tar", &commit])?;
+        let tarball = base.join(format!("{commit}.tar"));
+        let tarball_arg = tarball.to_str().ok_or("the target directory's path is not UTF-8")?;
+        let archive = git(&["archive", "--format=tar", "--output", tarball_arg, &commit])?;
         if !archive.status.success() {
             return Err(format!("git archive {commit} failed ({})", archive.status));
         }
-        let mut tar = Command::new("tar")
-            .arg("-x")
+        let status = Command::new("tar")
+            .arg("-xf")
+            .arg(&tarball)
             .arg("-C")
             .arg(&partial)
-            .stdin(std::process::Stdio::piped())
-            .spawn()
+            .status()
             .map_err(|e| format!("cannot run tar: {e}"))?;
-        std::io::Write::write_all(tar.stdin.as_mut().expect("piped"), &archive.stdout)
-            .map_err(|e| format!("tar: {e}"))?;
-        drop(tar.stdin.take());
-        let status = tar.wait().map_err(|e| format!("tar: {e}"))?;
+        let _ = std::fs::remove_file(&tarball);
         if !status.success() {
             return Err(format!("unpacking {commit} failed ({status})"));
         }
